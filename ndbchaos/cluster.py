@@ -1,0 +1,215 @@
+"""The cluster handle: bring a containerized cluster up, find its nodes by label, judge its
+health, reset it between scenarios and tear it down.
+
+One handle serves a whole pytest session. Every fault injected through it is registered here, so
+``reset()`` and ``down()`` heal whatever is still open on any path out.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from . import runtime
+from . import topology as T
+from .clock import RunClock
+from .engines.base import ClusterStatus, Engine
+from .errors import ClusterNotReady, NdbChaosError
+from .topology import Node, Topology
+
+log = logging.getLogger("ndbchaos")
+
+
+def new_project_id() -> str:
+    return "ndbchaos-" + uuid.uuid4().hex[:10]
+
+
+class Cluster:
+    def __init__(self, engine: Engine, options: dict | None = None, project: str | None = None,
+                 clock: RunClock | None = None):
+        self.engine = engine
+        self.options = dict(options or {})
+        self.project = project or new_project_id()
+        self.clock = clock or RunClock()
+        self.topology: Topology | None = None
+        self.open_faults: list = []  # faults injected and not yet healed
+        self.fault_windows: list = []  # every window of the run, healed or not
+        self.events: list[dict] = []  # framework events on the run clock (for the timeline)
+        self._lock = threading.RLock()
+        self.started = False
+
+    # -- compose ---------------------------------------------------------------------------
+    @property
+    def files(self) -> list[Path]:
+        return self.engine.compose_files(self.options)
+
+    @property
+    def env(self) -> dict[str, str]:
+        env = self.engine.compose_env(self.options)
+        env["NDBCHAOS_PROJECT"] = self.project
+        profiles = self.engine.compose_profiles(self.options)
+        if profiles:
+            env["COMPOSE_PROFILES"] = ",".join(profiles)
+        return env
+
+    def compose(self, *args: str, check: bool = True, timeout: float = 600):
+        return runtime.compose(self.project, self.files, self.env, *args, check=check, timeout=timeout)
+
+    def note(self, kind: str, **fields) -> dict:
+        ev = {"t": round(self.clock.now(), 4), "kind": kind, **fields}
+        with self._lock:
+            self.events.append(ev)
+        return ev
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def up(self, timeout: float = 240) -> ClusterStatus:
+        """Start the cluster and wait until it is really ready. On failure, tear down."""
+        runtime.docker_client()
+        self.engine.ensure_images(self.options)
+        t0 = time.monotonic()
+        self.started = True
+        try:
+            self.note("cluster_up_begin", project=self.project)
+            self.engine.start(self)
+            self.discover()
+            status = self.wait_healthy(timeout - (time.monotonic() - t0))
+            self.engine.prepare(self)
+            self.ready_seconds = time.monotonic() - t0
+            self.note("cluster_ready", seconds=round(self.ready_seconds, 2))
+            return status
+        except BaseException:
+            if not self.options.get("keep"):
+                self.down()
+            raise
+
+    def discover(self) -> Topology:
+        """Build the topology from the containers that carry this project's label."""
+        nodes = []
+        for c in runtime.project_containers(self.project):
+            labels = c.labels or {}
+            role = labels.get(T.ROLE, "")
+            if role in (T.HELPER,):
+                continue
+            port = runtime.published_port(c, 3306) if c.status == "running" else None
+            prev = self.topology._by_name.get(labels.get(T.NODE, "")) if self.topology else None
+            if port is None and prev is not None:
+                port = prev.sql_port  # a stopped container keeps its node's port for reporting
+            n = Node.from_labels(c.name, c.id, labels, ip=runtime.container_ip(c) or (prev.ip if prev else None),
+                                 sql_port=port, serves_sql=role in self.engine_sql_roles())
+            nodes.append(n)
+        if not nodes:
+            raise NdbChaosError(f"no containers labelled {T.PROJECT}={self.project}")
+        self.topology = Topology(self.project, self.engine.name, nodes)
+        return self.topology
+
+    def engine_sql_roles(self) -> tuple[str, ...]:
+        return getattr(self.engine, "sql_roles", (T.SQL,))
+
+    def container(self, node: Node | str):
+        """The docker-py container of a node, refusing anything outside this project."""
+        name = node.container if isinstance(node, Node) else node
+        return runtime.owned(name, self.project)
+
+    def status(self) -> ClusterStatus:
+        return self.engine.status(self)
+
+    def wait_healthy(self, timeout: float, poll: float = 0.5) -> ClusterStatus:
+        deadline = time.monotonic() + max(timeout, 1)
+        last = None
+        while True:
+            last = self.status()
+            if last.healthy:
+                return last
+            if time.monotonic() >= deadline:
+                raise ClusterNotReady(
+                    f"cluster {self.project} not healthy after {timeout:.0f}s: " + "; ".join(last.problems[:4])
+                )
+            time.sleep(poll)
+
+    def wait_for(self, predicate, timeout: float, poll: float = 0.25, what: str = "condition"):
+        """Poll ``status()`` until ``predicate(status)`` is true; return (status, seconds)."""
+        t0 = time.monotonic()
+        deadline = t0 + timeout
+        while True:
+            st = self.status()
+            if predicate(st):
+                return st, time.monotonic() - t0
+            if time.monotonic() >= deadline:
+                raise ClusterNotReady(f"{what} not reached within {timeout:.0f}s: " + "; ".join(st.problems[:4]))
+            time.sleep(poll)
+
+    def heal_all(self) -> list[str]:
+        """Heal every open fault (newest first). Errors are collected, not raised, so that one
+        failing heal does not leave the others in place."""
+        problems = []
+        with self._lock:
+            faults = list(reversed(self.open_faults))
+        for f in faults:
+            try:
+                f.heal()
+            except Exception as e:  # keep healing the rest
+                problems.append(f"{f.kind}: {e}")
+        return problems
+
+    def reset(self, timeout: float = 180) -> ClusterStatus:
+        """Back to healthy between scenarios: heal faults, unpause, restart dead nodes, wait."""
+        problems = self.heal_all()
+        for c in runtime.project_containers(self.project):
+            if c.labels.get(T.ROLE) == T.HELPER:
+                continue
+            if c.status == "paused":
+                c.unpause()
+        self.discover()
+        st = self.status()
+        dead = [self.topology.node(n.node) for n in st.nodes if n.container in ("exited", "dead", "created")]
+        if dead:
+            self.engine.recover_nodes(self, dead)
+        st = self.wait_healthy(timeout)
+        self.discover()
+        if problems:
+            log.warning("reset healed with problems: %s", problems)
+        return st
+
+    def down(self) -> list[str]:
+        """Remove every container and network of this project (helpers included)."""
+        removed = []
+        self.heal_all()
+        try:
+            self.compose("down", "-v", "--remove-orphans", "-t", "3", check=False, timeout=180)
+        except NdbChaosError:
+            pass
+        # Whatever compose did not own (helpers, proxies started by faults) goes by label.
+        removed += reap(self.project)
+        self.started = False
+        return removed
+
+
+def reap(project: str | None = None) -> list[str]:
+    """Remove containers and networks labelled by the framework (one project, or all)."""
+    removed = []
+    for c in runtime.project_containers(project):
+        try:
+            c.remove(force=True, v=True)
+            removed.append(f"container {c.name}")
+        except Exception as e:
+            if "No such container" not in str(e):
+                raise
+    for n in runtime.project_networks(project):
+        try:
+            n.remove()
+            removed.append(f"network {n.name}")
+        except Exception as e:
+            if "not found" not in str(e).lower():
+                raise
+    return removed
+
+
+def env_flag(name: str, default: bool = False) -> bool:
+    v = os.environ.get(name)
+    if v is None:
+        return default
+    return v.strip().lower() in ("1", "true", "yes", "on")

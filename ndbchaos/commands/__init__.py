@@ -1,0 +1,1 @@
+"""Subcommands of ``ndbchaos``: one module each, with ``register(subparsers)``."""

@@ -1,0 +1,133 @@
+"""The engine protocol.
+
+A scenario is written against roles (data, arbitrator/mgm, sql); the engine supplies:
+compose files and their environment, the start order, readiness, per-node status, the SQL
+dialect of the workloads, error classification, the expected outcome of each fault family
+(with the rule it comes from) and the recovery procedure of a node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..cluster import Cluster
+    from ..topology import Node
+
+REPO = Path(__file__).resolve().parents[2]
+COMPOSE_DIR = REPO / "cluster" / "compose"
+
+
+@dataclass
+class NodeStatus:
+    """What one node looks like right now.
+
+    ``state`` is engine vocabulary (Galera: Synced/Joining/...; NDB: started/starting/not connected);
+    ``healthy`` is the engine's judgement of that state; ``details`` carries the raw fields.
+    """
+
+    node: str
+    role: str
+    container: str  # running | paused | exited | gone ...
+    state: str
+    healthy: bool
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"node": self.node, "role": self.role, "container": self.container,
+                "state": self.state, "healthy": self.healthy, "details": self.details}
+
+
+@dataclass
+class ClusterStatus:
+    t: float  # run clock
+    nodes: list[NodeStatus]
+    healthy: bool
+    problems: list[str]
+    summary: dict = field(default_factory=dict)  # engine-level facts (component size, arbitrator...)
+
+    def node(self, name: str) -> NodeStatus:
+        for n in self.nodes:
+            if n.node == name:
+                return n
+        raise KeyError(name)
+
+    def to_dict(self) -> dict:
+        return {"t": round(self.t, 3), "healthy": self.healthy, "problems": self.problems,
+                "summary": self.summary, "nodes": [n.to_dict() for n in self.nodes]}
+
+
+@dataclass
+class Expectation:
+    """The outcome a fault must have, and the rule it is derived from."""
+
+    family: str
+    survivors_serve: bool  # do clients on surviving SQL nodes keep succeeding?
+    cluster_survives: bool  # does a primary/running cluster remain?
+    rule: str  # where the expectation comes from (reference section, formula)
+    detection_bound_s: float  # fault start -> engine reacts (membership change), upper bound
+    recovery_bound_s: float  # heal/restart -> node healthy again, upper bound
+    recovery: str  # node_restart | system_restart | bootstrap | none
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+class Engine:
+    name = "base"
+    #: SQL client credentials created by the engine at start
+    sql_user = "chaos"
+    sql_password = "chaos"
+    sql_database = "ndbchaos"
+    #: storage engine clause for workload tables
+    table_engine = "InnoDB"
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def images(self, options: dict) -> list[str]:
+        raise NotImplementedError
+
+    def ensure_images(self, options: dict) -> None:
+        """Make sure the images exist locally (build or refuse with how to get them)."""
+        raise NotImplementedError
+
+    def compose_files(self, options: dict) -> list[Path]:
+        raise NotImplementedError
+
+    def compose_env(self, options: dict) -> dict[str, str]:
+        raise NotImplementedError
+
+    def compose_profiles(self, options: dict) -> list[str]:
+        return []
+
+    def start(self, cluster: "Cluster") -> None:
+        """Bring the cluster up in the engine's order (compose up of services)."""
+        raise NotImplementedError
+
+    def prepare(self, cluster: "Cluster") -> None:
+        """After the first healthy state: create the client user and database."""
+        raise NotImplementedError
+
+    # -- observation ----------------------------------------------------------------------
+    def status(self, cluster: "Cluster") -> ClusterStatus:
+        raise NotImplementedError
+
+    def expected_members(self, cluster: "Cluster") -> int:
+        raise NotImplementedError
+
+    # -- faults and recovery ----------------------------------------------------------------
+    def expectation(self, family: str, cluster: "Cluster", **kw) -> Expectation:
+        raise NotImplementedError
+
+    def recover_nodes(self, cluster: "Cluster", nodes: list["Node"]) -> None:
+        """The documented action that brings dead nodes back (node restart; a system restart
+        or bootstrap when the whole cluster is down)."""
+        raise NotImplementedError
+
+    # -- client errors ------------------------------------------------------------------------
+    def classify(self, errno: int | None, message: str):
+        """Return (class, engine_code): class in temporary | unknown | permanent | None."""
+        from ..classify import classify
+        return classify(self.name, errno, message)
