@@ -117,6 +117,11 @@ class Engine:
     def expected_members(self, cluster: "Cluster") -> int:
         raise NotImplementedError
 
+    def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
+        """True when the cluster has excluded the ``lost`` nodes and every surviving data node is
+        serving again: the engine's reaction to a node loss that it survives."""
+        raise NotImplementedError
+
     # -- faults and recovery ----------------------------------------------------------------
     def expectation(self, family: str, cluster: "Cluster", **kw) -> Expectation:
         raise NotImplementedError

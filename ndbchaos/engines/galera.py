@@ -90,6 +90,16 @@ class GaleraEngine(Engine):
     def expected_members(self, cluster) -> int:
         return self.data_count(cluster.options) + 1  # garbd votes and counts in wsrep_cluster_size
 
+    def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
+        members = status.summary.get("expected_members", 0)
+        lost_votes = len(lost)
+        survivors = [n for n in status.nodes if n.role == T.DATA and n.node not in lost]
+        return bool(survivors) and all(
+            n.details.get("wsrep_cluster_status", "").lower() == "primary"
+            and n.details.get("wsrep_ready") == "ON"
+            and int(n.details.get("wsrep_cluster_size") or 0) == members - lost_votes
+            for n in survivors)
+
     # -- start ------------------------------------------------------------------------------
     def start(self, cluster) -> None:
         cluster.compose("up", "-d", "--pull", "never", "data1")

@@ -1,0 +1,1 @@
+"""Report: the timeline plot, Allure attachments and environment files."""

@@ -1,0 +1,99 @@
+"""The availability picture: throughput, errors and latency over time, with the fault windows
+shaded and node states as lanes underneath (Jepsen's perf plots, plus topology)."""
+
+from __future__ import annotations
+
+import io
+import math
+
+FAULT_COLOURS = {"kill": "#E9A4A0", "stop": "#E9A4A0", "restart": "#E9A4A0", "pause": "#A0B1E9",
+                 "partition": "#E9DCA0", "isolate": "#E9DCA0", "proxy": "#D1E8A0", "netem": "#D1E8A0"}
+STATE_COLOURS = {True: "#6DB6FE", False: "#FFAA26"}
+
+
+def _colour(kind: str) -> str:
+    for k, c in FAULT_COLOURS.items():
+        if k in kind:
+            return c
+    return "#DDDDDD"
+
+
+def timeline_png(history, windows: list[dict], lanes: dict[str, list] | None = None,
+                 bucket: float = 0.25, title: str = "") -> bytes:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    c = history.cols
+    n = len(c)
+    t_end = max(c.end) if n else 1.0
+    t_start = min(c.start) if n else 0.0
+    nb = max(1, int(math.ceil((t_end - t_start) / bucket)) + 1)
+    nodes = [x for x in c.node_names]
+    ok = {nd: [0] * nb for nd in nodes}
+    err = [0] * nb
+    info = [0] * nb
+    lat_t, lat_v, lat_node = [], [], []
+    for i in range(n):
+        b = int((c.end[i] - t_start) / bucket)
+        typ = c.type[i]
+        nd = nodes[c.node[i]] if c.node[i] >= 0 else None
+        if typ == 0:
+            if nd is not None:
+                ok[nd][b] += 1
+            lat_t.append(c.end[i])
+            lat_v.append((c.end[i] - c.start[i]) * 1000)
+            lat_node.append(nd)
+        elif typ == 1:
+            err[b] += 1
+        else:
+            info[b] += 1
+    xs = [t_start + (k + 0.5) * bucket for k in range(nb)]
+    n_lanes = len(lanes or {})
+    heights = [3, 2, 2] + ([0.35 * n_lanes + 0.4] if n_lanes else [])
+    fig, axes = plt.subplots(len(heights), 1, figsize=(12, sum(heights) + 1), sharex=True,
+                             gridspec_kw={"height_ratios": heights})
+    ax_tp, ax_err, ax_lat = axes[0], axes[1], axes[2]
+    bottom = [0.0] * nb
+    for nd in nodes:
+        ys = [v / bucket for v in ok[nd]]
+        ax_tp.fill_between(xs, bottom, [b + y for b, y in zip(bottom, ys)], step="mid", alpha=0.7, label=f"ok @ {nd}")
+        bottom = [b + y for b, y in zip(bottom, ys)]
+    ax_tp.set_ylabel("ok ops/s")
+    ax_tp.legend(loc="upper right", fontsize=8)
+    ax_err.bar(xs, [v / bucket for v in err], width=bucket, color="#FFAA26", label="fail")
+    ax_err.bar(xs, [v / bucket for v in info], width=bucket, bottom=[v / bucket for v in err], color="#FEB5DA", label="info (indeterminate)")
+    ax_err.set_ylabel("errors/s")
+    ax_err.legend(loc="upper right", fontsize=8)
+    ax_lat.scatter(lat_t[::max(1, len(lat_t) // 20000)], lat_v[::max(1, len(lat_v) // 20000)], s=2, alpha=0.4, color="#6DB6FE")
+    ax_lat.set_yscale("log")
+    ax_lat.set_ylabel("latency ms (ok)")
+    for w in windows:
+        s, e = w.get("start"), w.get("end") or t_end
+        if s is None:
+            continue
+        for ax in (ax_tp, ax_err, ax_lat):
+            ax.axvspan(s, e, color=_colour(w.get("kind", "")), alpha=0.5, lw=0)
+        ax_tp.text(s, ax_tp.get_ylim()[1] * 0.95, f" {w.get('kind')} {','.join(w.get('targets', []))}",
+                   fontsize=8, va="top")
+    if n_lanes:
+        ax_l = axes[3]
+        names = sorted(lanes)
+        for k, nd in enumerate(names):
+            seg = lanes[nd]
+            for j, (t, label, healthy) in enumerate(seg):
+                t2 = seg[j + 1][0] if j + 1 < len(seg) else t_end
+                ax_l.barh(k, t2 - t, left=t, height=0.7, color=STATE_COLOURS[bool(healthy)], edgecolor="white")
+                if t2 - t > (t_end - t_start) * 0.04:
+                    ax_l.text(t + 0.1, k, label, va="center", fontsize=7)
+        ax_l.set_yticks(range(len(names)))
+        ax_l.set_yticklabels(names, fontsize=8)
+        ax_l.set_ylabel("node state")
+    axes[-1].set_xlabel("seconds on the run clock")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return buf.getvalue()

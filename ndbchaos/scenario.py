@@ -1,0 +1,228 @@
+"""A scenario run: steady load, phases, faults, observation, checks and the report.
+
+    run = ScenarioRun(cluster, workload="ledger")
+    with run.phase("baseline"):
+        run.start_load(); run.hold(5)
+    with run.phase("fault"):
+        fault = run.inject(Kill(cluster, [target]))
+        ...
+    with run.phase("recovery"):
+        run.heal(fault); run.wait_healthy(bound)
+    result = run.finish()          # stop load, final reads, checks, attachments
+
+Phases are Allure steps; every measurement is stamped on the run clock and shown in the report.
+``close()`` (called by the fixture on every path out) stops the load and the observer and heals
+open faults even when the scenario failed half-way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import ClusterNotReady
+from .history import History
+from .observer import Observer
+from .workload import get_workload
+from .workload.runner import ClientOptions, Endpoint, WorkloadRunner
+
+log = logging.getLogger("ndbchaos")
+
+try:
+    import allure
+except ImportError:  # pragma: no cover - allure-pytest is a dependency
+    allure = None
+
+
+def _step(title: str):
+    return allure.step(title) if allure else contextlib.nullcontext()
+
+
+def attach_json(obj, name: str) -> None:
+    if allure:
+        allure.attach(json.dumps(obj, indent=2, default=str), name=name,
+                      attachment_type=allure.attachment_type.JSON)
+
+
+def attach_text(text: str, name: str) -> None:
+    if allure:
+        allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
+
+
+@dataclass
+class Measurement:
+    name: str
+    value: float | int | str | None
+    unit: str = ""
+    note: str = ""
+    bound: float | None = None
+
+
+@dataclass
+class Result:
+    history: History
+    verdict: dict
+    measurements: dict[str, Measurement]
+    windows: list[dict]
+    phases: list[dict]
+    status_before: dict | None
+    status_after: dict | None
+    events: list[dict] = field(default_factory=list)
+
+    def m(self, name: str):
+        return self.measurements[name].value
+
+
+class ScenarioRun:
+    def __init__(self, cluster, workload: str = "ledger", workload_params: dict | None = None,
+                 processes: int = 2, connections: int = 2, client: ClientOptions | None = None,
+                 seed: int | None = None, title: str = ""):
+        self.cluster = cluster
+        self.clock = cluster.clock
+        self.seed = seed if seed is not None else random.randrange(1 << 30)
+        self.rng = random.Random(self.seed)
+        self.title = title
+        self.workload = get_workload(workload, **(workload_params or {}))
+        eng = cluster.engine
+        self.client = client or ClientOptions()
+        self.client.engine = eng.name
+        self.client.user, self.client.password, self.client.database = eng.sql_user, eng.sql_password, eng.sql_database
+        self.client.seed = self.seed
+        self.endpoints = [Endpoint(n.name, n.sql_port) for n in cluster.topology.sql_nodes]
+        self.runner = WorkloadRunner(self.workload, self.endpoints, self.clock, processes, connections, self.client)
+        self.observer = Observer(cluster)
+        self.phases: list[dict] = []
+        self.measurements: dict[str, Measurement] = {}
+        self.faults: list = []
+        self.status_before = self.status_after = None
+        self.result: Result | None = None
+        self._load_running = False
+        self._t0 = self.clock.now()
+
+    # -- phases -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def phase(self, name: str, description: str = ""):
+        ph = {"name": name, "start": self.clock.now(), "end": None, "description": description}
+        self.phases.append(ph)
+        with _step(f"{name}" + (f": {description}" if description else "")):
+            try:
+                yield ph
+            finally:
+                ph["end"] = self.clock.now()
+
+    def step(self, title: str):
+        return _step(title)
+
+    def measure(self, name: str, value, unit: str = "", note: str = "", bound: float | None = None) -> Measurement:
+        m = Measurement(name, round(value, 3) if isinstance(value, float) else value, unit, note, bound)
+        self.measurements[name] = m
+        log.info("measured %s = %s %s %s", name, m.value, unit, note)
+        return m
+
+    # -- load ---------------------------------------------------------------------------------
+    def start_load(self) -> None:
+        with _step(f"start {self.workload.name} load: {self.runner.processes} processes x "
+                   f"{self.runner.connections} connections over {', '.join(e.node for e in self.endpoints)}"):
+            st = self.cluster.status()
+            self.status_before = st.to_dict()
+            attach_json(self.status_before, "node states before")
+            attach_json(self.cluster.topology.to_dict(), "topology")
+            self.runner.setup(table_engine=self.cluster.engine.table_engine)
+            self.observer.start()
+            self.runner.start()
+            self._load_running = True
+            # Wait until every endpoint has served at least one op: the baseline starts warm.
+            t = self.clock.now()
+            for e in self.endpoints:
+                if self.runner.wait_ok(e.node, t - 1e9, 30) is None:
+                    raise ClusterNotReady(f"no successful operation on {e.node} within 30 s of starting the load")
+
+    def hold(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    # -- faults -------------------------------------------------------------------------------
+    def inject(self, fault):
+        with _step(f"inject {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
+            self.faults.append(fault)
+            w = fault.inject()
+            attach_json(w.to_dict(), f"fault window {fault.kind}")
+            return fault
+
+    def heal(self, fault):
+        with _step(f"heal {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
+            return fault.heal()
+
+    def wait_status(self, predicate, timeout: float, what: str):
+        """Wait until the cluster status satisfies ``predicate``; return (status, seconds)."""
+        with _step(f"wait for {what} (bound {timeout:.0f} s)"):
+            return self.cluster.wait_for(predicate, timeout, what=what)
+
+    def wait_healthy(self, timeout: float):
+        return self.wait_status(lambda st: st.healthy, timeout, "every node healthy")
+
+    # -- finish -------------------------------------------------------------------------------
+    def finish(self, check_options: dict | None = None) -> Result:
+        from .checks import check_history
+        with _step("stop load, final reads, checks"):
+            history = self.runner.stop()
+            self._load_running = False
+            healthy = [e for e in self.endpoints]
+            self.runner.final_reads(history, healthy)
+            self.observer.stop()
+            st = self.cluster.status()
+            self.status_after = st.to_dict()
+            windows = [w.to_dict() for w in self.cluster.fault_windows if w.start is not None and w.start >= self._t0]
+            verdict = check_history(history, windows=windows, options=check_options or {})
+            self.result = Result(history, verdict, self.measurements, windows, self.phases,
+                                 self.status_before, self.status_after)
+        self.attach()
+        return self.result
+
+    def attach(self) -> None:
+        r = self.result
+        if r is None or allure is None:
+            return
+        from .report.plot import timeline_png
+        attach_json(r.status_after, "node states after")
+        rows = "\n".join(
+            f"| {m.name} | {m.value} {m.unit} | {'' if m.bound is None else f'{m.bound:g} {m.unit}'} | {m.note} |"
+            for m in r.measurements.values())
+        allure.dynamic.description(
+            (self.title + "\n\n" if self.title else "")
+            + f"engine **{self.cluster.engine.name}**, project `{self.cluster.project}`, seed {self.seed}, "
+            f"{len(r.history)} operations\n\n| measurement | value | bound | note |\n|---|---|---|---|\n{rows}\n")
+        for m in r.measurements.values():
+            allure.dynamic.parameter(m.name, f"{m.value} {m.unit}".strip())
+        try:
+            png = timeline_png(r.history, r.windows, self.observer.lanes(),
+                               title=self.title or self.workload.name)
+            allure.attach(png, name="timeline", attachment_type=allure.attachment_type.PNG)
+        except Exception as e:  # a plot failure must not hide the verdict
+            attach_text(f"timeline plot failed: {e}", "timeline error")
+        attach_json(r.verdict, "verdict")
+        attach_json(r.phases, "phases")
+        attach_json({k: m.__dict__ for k, m in r.measurements.items()}, "measurements")
+        attach_json(self.observer.to_json(), "status samples")
+        attach_json(self.cluster.events, "framework events")
+        import io
+        buf = io.StringIO()
+        r.history.dump(buf)
+        allure.attach(buf.getvalue(), name="history.jsonl", attachment_type=allure.attachment_type.TEXT,
+                      extension="jsonl")
+
+    def close(self) -> None:
+        """Every path out: stop the load and the observer, heal what is open."""
+        if self._load_running:
+            self.runner.kill()
+            self._load_running = False
+        self.observer.stop()
+        for f in self.faults:
+            try:
+                f.heal()
+            except Exception as e:
+                log.warning("heal of %s failed: %s", f.kind, e)

@@ -1,0 +1,68 @@
+"""The workload protocol.
+
+A workload owns its schema (per engine: ``ENGINE=NDBCLUSTER`` on ndb, InnoDB on galera), its data
+setup, its operation mix and its final reads. The runner calls, per operation:
+
+    f, value, is_write = wl.next_op(rng, slot)       # what to do (recorded even if it fails)
+    result = wl.execute(cursor, f, value)            # do it; return the value to record
+
+``slot`` is the connection's index (0..N-1), for workloads that partition their key space.
+Parameters are plain keyword arguments so a workload can be rebuilt in a worker process from
+``(name, params)``.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+
+class Workload:
+    name = "base"
+    #: defaults for parameters; subclasses extend
+    defaults: dict[str, Any] = {}
+
+    def __init__(self, **params):
+        unknown = set(params) - set(self.defaults)
+        if unknown:
+            from ..errors import UsageError
+            raise UsageError(f"workload {self.name}: unknown parameter(s) {', '.join(sorted(unknown))}")
+        self.params = {**self.defaults, **params}
+
+    def spec(self) -> tuple[str, dict]:
+        return self.name, dict(self.params)
+
+    # -- schema and data --------------------------------------------------------------------
+    def schema(self, table_engine: str) -> list[str]:
+        raise NotImplementedError
+
+    def load(self, conn, table_engine: str) -> None:
+        """Create the schema and the initial data (through one SQL node)."""
+        cur = conn.cursor()
+        for stmt in self.schema(table_engine):
+            cur.execute(stmt)
+        cur.close()
+
+    # -- operations ---------------------------------------------------------------------------
+    def next_op(self, rng: random.Random, slot: int) -> tuple[str, Any, bool]:
+        raise NotImplementedError
+
+    def execute(self, cur, f: str, value: Any) -> Any:
+        raise NotImplementedError
+
+    # -- after the load stops -----------------------------------------------------------------
+    def final_reads(self) -> list[tuple[str, Any]]:
+        """Operations to run once at the end on a healthy node (e.g. read every id)."""
+        return []
+
+    def header_params(self) -> dict:
+        return dict(self.params)
+
+
+def bulk_insert(cur, table: str, cols: tuple[str, ...], rows, batch: int = 500) -> None:
+    rows = list(rows)
+    ph = "(" + ",".join(["%s"] * len(cols)) + ")"
+    for i in range(0, len(rows), batch):
+        chunk = rows[i:i + batch]
+        cur.execute(f"INSERT INTO {table} ({','.join(cols)}) VALUES " + ",".join([ph] * len(chunk)),
+                    [v for r in chunk for v in r])

@@ -1,0 +1,296 @@
+"""The workload runner: N worker processes x M connections, spread over the SQL nodes.
+
+Each connection is a thread in a worker process with its own ``Recorder`` (no locks on the hot
+path). All processes stamp operations with CLOCK_MONOTONIC relative to the run clock's origin, so
+their histories merge without any clock exchange. Clients behave like applications: connect, read
+and write timeouts on every statement, reconnect with capped exponential backoff, optional
+failover to the next SQL node, optional retries of temporary errors (off by default so the raw
+impact is measured), closed loop or open loop at a fixed rate.
+
+Live progress (last successful op per SQL node, counts) is shared through lock-free arrays so a
+scenario can wait for "clients on node X succeed again" without stopping the load.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import queue
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+
+from ..classify import classify, outcome
+from ..clock import RunClock
+from ..history import History, Recorder
+from ..sqlconn import connect, error_fields
+
+log = logging.getLogger("ndbchaos")
+
+FINAL_PROCESS = 1_000_000  # process id of the final reads
+
+
+@dataclass
+class Endpoint:
+    node: str
+    port: int
+
+
+@dataclass
+class ClientOptions:
+    engine: str = "galera"
+    user: str = "chaos"
+    password: str = "chaos"
+    database: str = "ndbchaos"
+    connect_timeout: float = 2.0
+    read_timeout: float = 5.0
+    write_timeout: float = 5.0
+    backoff_min: float = 0.01
+    backoff_max: float = 0.1  # caps the gap between attempts, so outage ends are seen within ~100 ms
+    failover: bool = False
+    retries: int = 0  # retries of temporary errors (off: measure the raw impact)
+    rate: float | None = None  # ops/s per connection (open loop); None = closed loop
+    record: bool = True
+    seed: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+# -- worker process --------------------------------------------------------------------------
+
+def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, stop, rec, live, live_idx):
+    rng = random.Random((opts.seed << 20) ^ slot)
+    ep_i = slot % len(endpoints)
+    process = slot
+    conn = cur = None
+    backoff = opts.backoff_min
+    record = rec.record if opts.record else None
+    interval = 1.0 / opts.rate if opts.rate else None
+    next_t = time.monotonic()
+    retry_left = 0
+    pending = None
+    count = 0
+    while not stop.is_set():
+        if interval is not None:
+            now = time.monotonic()
+            if next_t > now:
+                time.sleep(next_t - now)
+            next_t += interval
+        if pending is None:
+            f, value, is_write = wl.next_op(rng, slot)
+            retry_left = opts.retries
+        else:
+            f, value, is_write = pending
+            pending = None
+        ep = endpoints[ep_i]
+        t0 = time.monotonic()
+        sent = False
+        try:
+            if conn is None:
+                conn = connect(ep.port, opts.user, opts.password, opts.database,
+                               connect_timeout=opts.connect_timeout, read_timeout=opts.read_timeout,
+                               write_timeout=opts.write_timeout)
+                cur = conn.cursor()
+            sent = True
+            result = wl.execute(cur, f, value)
+            t1 = time.monotonic()
+            count += 1
+            if record:
+                record(process, f, result if result is not None else value, "ok", t0 - mono0, t1 - mono0, ep.node, None)
+            live[live_idx[ep.node]] = t1 - mono0
+            backoff = opts.backoff_min
+        except Exception as e:  # every client error becomes a recorded op
+            t1 = time.monotonic()
+            errno, msg = error_fields(e)
+            cls, code = classify(opts.engine, errno, msg)
+            typ = outcome(is_write and sent, cls)
+            if record:
+                from ..history import ErrorInfo
+                record(process, f, value, typ, t0 - mono0, t1 - mono0, ep.node, ErrorInfo(errno, code, cls, msg))
+            if typ == "info":
+                process += n_slots  # Jepsen: a process with an indeterminate op is retired
+            lost_conn = (not sent) or cls == "unknown" or errno in (2006, 2013, 2055, 2003, 1047)
+            if lost_conn:
+                try:
+                    if conn is not None:
+                        conn.close()
+                except Exception:
+                    pass
+                conn = cur = None
+                if opts.failover and len(endpoints) > 1:
+                    ep_i = (ep_i + 1) % len(endpoints)
+            if cls == "temporary" and retry_left > 0:
+                retry_left -= 1
+                pending = (f, value, is_write)
+            stop.wait(backoff)
+            backoff = min(backoff * 2, opts.backoff_max)
+    try:
+        if conn is not None:
+            conn.close()
+    except Exception:
+        pass
+    return count
+
+
+def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx):
+    from . import get_workload
+    name, params = spec
+    recs, threads, counts = [], [], []
+    for k in range(conns):
+        slot = worker * conns + k
+        wl = get_workload(name, **params)
+        rec = Recorder()
+        recs.append(rec)
+
+        def run(wl=wl, slot=slot, rec=rec):
+            counts.append(_connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx))
+
+        th = threading.Thread(target=run, name=f"conn-{slot}", daemon=True)
+        threads.append(th)
+        th.start()
+    for th in threads:
+        th.join()
+    results.put((worker, [r.to_bytes() for r in recs], sum(counts)))
+
+
+# -- parent ----------------------------------------------------------------------------------
+
+class WorkloadRunner:
+    def __init__(self, workload, endpoints: list[Endpoint], clock: RunClock, processes: int = 2,
+                 connections: int = 2, options: ClientOptions | None = None):
+        if not endpoints:
+            from ..errors import UsageError
+            raise UsageError("the workload needs at least one SQL endpoint")
+        self.workload = workload
+        self.endpoints = endpoints
+        self.clock = clock
+        self.processes = processes
+        self.connections = connections
+        self.opts = options or ClientOptions()
+        self._ctx = mp.get_context("spawn")
+        self._stop = self._ctx.Event()
+        self._results = self._ctx.Queue()
+        self._live_idx = {e.node: i for i, e in enumerate(endpoints)}
+        self.live = self._ctx.Array("d", [-1.0] * len(endpoints), lock=False)
+        self._procs: list = []
+        self.started_at = self.stopped_at = None
+        self.op_count = 0
+
+    @property
+    def n_slots(self) -> int:
+        return self.processes * self.connections
+
+    def setup(self, endpoint: Endpoint | None = None, table_engine: str = "InnoDB", attempts: int = 20) -> None:
+        ep = endpoint or self.endpoints[0]
+        last = None
+        for _ in range(attempts):
+            try:
+                conn = connect(ep.port, self.opts.user, self.opts.password, self.opts.database,
+                               connect_timeout=self.opts.connect_timeout, read_timeout=60, write_timeout=60)
+                try:
+                    self.workload.load(conn, table_engine)
+                finally:
+                    conn.close()
+                return
+            except Exception as e:
+                last = e
+                time.sleep(0.5)
+        from ..errors import NdbChaosError
+        raise NdbChaosError(f"workload setup on {ep.node} failed: {error_fields(last)[1]}")
+
+    def start(self) -> None:
+        self.started_at = self.clock.now()
+        for w in range(self.processes):
+            p = self._ctx.Process(
+                target=worker_main, name=f"ndbchaos-worker-{w}", daemon=True,
+                args=(w, self.connections, self.n_slots, self.endpoints, self.workload.spec(), self.opts,
+                      self.clock.mono0, self._stop, self._results, self.live, self._live_idx))
+            p.start()
+            self._procs.append(p)
+
+    def last_ok(self, node: str) -> float:
+        """Run-clock time of the last successful op on ``node`` (-1 if none yet)."""
+        return self.live[self._live_idx[node]]
+
+    def wait_ok(self, node: str, after: float, timeout: float) -> float | None:
+        """Wait until an op on ``node`` succeeds after run time ``after``; return that time."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            t = self.last_ok(node)
+            if t > after:
+                return t
+            time.sleep(0.05)
+        return None
+
+    def stop(self, timeout: float | None = None) -> History:
+        """Stop the load and return the merged history (without final reads)."""
+        self._stop.set()
+        self.stopped_at = self.clock.now()
+        # Workers finish the op in flight; a statement is bounded by the read timeout.
+        timeout = timeout or (self.opts.read_timeout + self.opts.connect_timeout + 10)
+        parts, deadline = [], time.monotonic() + timeout
+        got = 0
+        while got < len(self._procs) and time.monotonic() < deadline:
+            try:
+                _w, blobs, count = self._results.get(timeout=0.5)
+            except queue.Empty:
+                if not any(p.is_alive() for p in self._procs) and self._results.empty():
+                    break
+                continue
+            got += 1
+            self.op_count += count
+            parts.extend(Recorder.from_bytes(b) for b in blobs)
+        for p in self._procs:
+            p.join(timeout=2)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=2)
+        if got < len(self._procs):
+            log.warning("%d of %d workers did not report their history", len(self._procs) - got, len(self._procs))
+        params = dict(self.workload.header_params())
+        params.update({
+            "processes": self.processes, "connections_per_process": self.connections,
+            "concurrency": self.n_slots, "rate": self.opts.rate, "engine": self.opts.engine,
+            "nodes": [e.node for e in self.endpoints], "retries": self.opts.retries,
+            "failover": self.opts.failover, "clock": self.clock.to_dict(),
+            "load_start": self.started_at, "load_stop": self.stopped_at,
+        })
+        return History.merge(self.workload.name, params, parts)
+
+    def final_reads(self, history: History, endpoints: list[Endpoint] | None = None, attempts: int = 40) -> None:
+        """Run the workload's final reads on the first endpoint that answers; record them."""
+        eps = endpoints or self.endpoints
+        for f, value in self.workload.final_reads():
+            done = False
+            for i in range(attempts):
+                ep = eps[i % len(eps)]
+                t0 = self.clock.now()
+                try:
+                    conn = connect(ep.port, self.opts.user, self.opts.password, self.opts.database,
+                                   connect_timeout=self.opts.connect_timeout, read_timeout=60, write_timeout=60)
+                    try:
+                        cur = conn.cursor()
+                        res = self.workload.execute(cur, f, value)
+                    finally:
+                        conn.close()
+                    history.add(FINAL_PROCESS, f, res, "ok", t0, self.clock.now(), ep.node)
+                    done = True
+                    break
+                except Exception as e:
+                    errno, msg = error_fields(e)
+                    cls, code = classify(self.opts.engine, errno, msg)
+                    from ..history import ErrorInfo
+                    history.add(FINAL_PROCESS, f, value, "fail", t0, self.clock.now(), ep.node,
+                                ErrorInfo(errno, code, cls, msg))
+                    time.sleep(0.5)
+            if not done:
+                log.warning("final %s never succeeded", f)
+
+    def kill(self) -> None:
+        """Stop workers without collecting (teardown on error paths)."""
+        self._stop.set()
+        for p in self._procs:
+            if p.is_alive():
+                p.terminate()
+        for p in self._procs:
+            p.join(timeout=2)
