@@ -1,0 +1,37 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+PYTEST = [sys.executable, "-m", "pytest"]
+
+
+def run_pytest(args, env=None, timeout=600, cwd=REPO):
+    e = {**os.environ, **(env or {})}
+    e.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(PYTEST + args, cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
+
+
+def labelled(kind="ps", project=None):
+    flt = f"label=ndbchaos.project={project}" if project else "label=ndbchaos.project"
+    cmd = ["docker", kind, "--filter", flt, "--format", "{{.Name}}" if kind == "network" else "{{.Names}}"]
+    if kind == "ps":
+        cmd.insert(2, "-a")
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return [x for x in r.stdout.split() if x]
+
+
+def allure_results(path: Path):
+    out = []
+    for f in path.glob("*-result.json"):
+        out.append(json.loads(f.read_text()))
+    return out
+
+
+def project_of(output: str) -> str | None:
+    for line in output.splitlines():
+        if "ndbchaos: engine" in line and "project" in line:
+            return line.rsplit("project", 1)[1].strip()
+    return None
