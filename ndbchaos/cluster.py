@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import logging
 import os
+import random
+import re
+import socket
 import threading
 import time
 import uuid
@@ -41,6 +44,7 @@ class Cluster:
         self.events: list[dict] = []  # framework events on the run clock (for the timeline)
         self._lock = threading.RLock()
         self.started = False
+        self.pinned_ports: dict[str, int] = {}  # NDBCHAOS_PORT_<SERVICE> -> host port
 
     # -- compose ---------------------------------------------------------------------------
     @property
@@ -51,6 +55,8 @@ class Cluster:
     def env(self) -> dict[str, str]:
         env = self.engine.compose_env(self.options)
         env["NDBCHAOS_PROJECT"] = self.project
+        for k, v in self.pinned_ports.items():
+            env.setdefault(k, str(v))
         profiles = self.engine.compose_profiles(self.options)
         if profiles:
             env["COMPOSE_PROFILES"] = ",".join(profiles)
@@ -74,7 +80,7 @@ class Cluster:
         self.started = True
         try:
             self.note("cluster_up_begin", project=self.project)
-            self.engine.start(self)
+            self._start_with_pinned_ports()
             self.discover()
             status = self.wait_healthy(timeout - (time.monotonic() - t0))
             self.engine.prepare(self)
@@ -85,6 +91,41 @@ class Cluster:
             if not self.options.get("keep"):
                 self.down()
             raise
+
+    def _start_with_pinned_ports(self, attempts: int = 3) -> None:
+        """Start the engine with every published SQL port pinned to a host port chosen now.
+
+        Compose files publish SQL ports as ``127.0.0.1:${NDBCHAOS_PORT_<SERVICE>:-}:3306``. Left
+        empty, Docker picks a new host port each time the container starts, so a restarted node
+        would move and its clients could never reconnect. Ports the user set (environment or
+        options) are kept, and a clash with them is reported; ports we chose are chosen again.
+        """
+        for attempt in range(attempts):
+            self.pin_ports()
+            try:
+                self.engine.start(self)
+                return
+            except NdbChaosError as e:
+                ours = [k for k in self.pinned_ports if k not in os.environ]
+                if "port is already taken" not in str(e) or not ours or attempt == attempts - 1:
+                    raise
+                log.warning("a chosen port was taken meanwhile; choosing again (%s)", e)
+                self.compose("down", "-v", "--remove-orphans", "-t", "1", check=False)
+                for k in ours:
+                    self.pinned_ports.pop(k)
+
+    def pin_ports(self) -> dict[str, int]:
+        text = "".join(f.read_text() for f in self.files if f.exists())
+        user = {f"NDBCHAOS_PORT_{k.upper()}": int(v) for k, v in (self.options.get("ports") or {}).items()}
+        taken = set(self.pinned_ports.values()) | set(user.values())
+        for name in sorted(set(re.findall(r"NDBCHAOS_PORT_([A-Z0-9_]+)", text))):
+            var = f"NDBCHAOS_PORT_{name}"
+            if var in os.environ or var in user or var in self.pinned_ports:
+                continue
+            port = free_port(exclude=taken)
+            taken.add(port)
+            self.pinned_ports[var] = port
+        return self.pinned_ports
 
     def discover(self) -> Topology:
         """Build the topology from the containers that carry this project's label."""
@@ -206,6 +247,23 @@ def reap(project: str | None = None) -> list[str]:
             if "not found" not in str(e).lower():
                 raise
     return removed
+
+
+def free_port(exclude=(), low: int = 20000, high: int = 32000) -> int:
+    """A port free on 127.0.0.1 now, below the kernel's ephemeral range (32768+) so outgoing
+    connections cannot take it between now and the container's start."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(low, high)
+        if port in exclude:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise NdbChaosError(f"no free port on 127.0.0.1 between {low} and {high}")
 
 
 def env_flag(name: str, default: bool = False) -> bool:

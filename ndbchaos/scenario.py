@@ -119,6 +119,8 @@ class ScenarioRun:
         return _step(title)
 
     def measure(self, name: str, value, unit: str = "", note: str = "", bound: float | None = None) -> Measurement:
+        """Record a measured figure; it is shown in the report's description table and as a
+        test parameter named "<name> [<unit>]"."""
         m = Measurement(name, round(value, 3) if isinstance(value, float) else value, unit, note, bound)
         self.measurements[name] = m
         log.info("measured %s = %s %s %s", name, m.value, unit, note)
@@ -180,8 +182,27 @@ class ScenarioRun:
             verdict = check_history(history, windows=windows, options=check_options or {})
             self.result = Result(history, verdict, self.measurements, windows, self.phases,
                                  self.status_before, self.status_after)
+            self._measure_availability(verdict)
         self.attach()
         return self.result
+
+    def _measure_availability(self, verdict: dict) -> None:
+        avail = (verdict.get("checks") or {}).get("availability") or {}
+        d = avail.get("details") or {}
+        if "longest_outage_s" in d:
+            self.measure("outage (all SQL nodes)", d["longest_outage_s"], "s",
+                         note="longest time with no successful operation on any SQL node")
+        for node, nd in sorted((d.get("per_node") or {}).items()):
+            self.measure(f"outage on {node}", nd.get("longest_outage_s", 0.0), "s",
+                         note="longest time with no successful operation on this SQL node")
+        if d.get("throughput_recovered_s") is not None:
+            self.measure("throughput back to 90%", d["throughput_recovered_s"], "s",
+                         note="after the last heal, until throughput is back to 90% of baseline")
+
+    def outage_on(self, node: str) -> float:
+        """Longest outage seen by clients of one SQL node (after finish())."""
+        d = self.result.verdict["checks"]["availability"]["details"]
+        return d["per_node"][node]["longest_outage_s"]
 
     def attach(self) -> None:
         r = self.result
@@ -197,7 +218,8 @@ class ScenarioRun:
             + f"engine **{self.cluster.engine.name}**, project `{self.cluster.project}`, seed {self.seed}, "
             f"{len(r.history)} operations\n\n| measurement | value | bound | note |\n|---|---|---|---|\n{rows}\n")
         for m in r.measurements.values():
-            allure.dynamic.parameter(m.name, f"{m.value} {m.unit}".strip())
+            if isinstance(m.value, (int, float)):
+                allure.dynamic.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value)
         try:
             png = timeline_png(r.history, r.windows, self.observer.lanes(),
                                title=self.title or self.workload.name)

@@ -1,0 +1,871 @@
+"""MySQL NDB Cluster: the primary engine.
+
+Roles: ``mgm`` = ndb_mgmd (management node and arbitrator, by ArbitrationRank), ``data`` = ndbmtd
+in node groups, ``sql`` = mysqld (the client endpoint, a container of its own). The containers run
+the official image (never built or faked here); the topology and the test settings are ours:
+cluster/compose/ndb.yml (+ ndb/config.ini, ndb/my.cnf) and the small layout ndb-small.yml.
+
+Facts used here are in reference/ndb.md: section 2 (ndb_mgm output), 3 (cluster log), 4 (ndbinfo),
+5 (arbitration and survival rules, timeouts), 7 (restart semantics).
+
+Readiness (ndb.md section 10, no image healthcheck): every data node ``started`` in
+``ndb_mgm -e "all status"`` (exec'd in a management container), every SQL node answering and
+listing every data node as STARTED in ``ndbinfo.nodes``, and exactly one agreed, connected
+arbitrator in ``ndbinfo.arbitrator_validity_summary``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+from .. import runtime
+from .. import topology as T
+from ..errors import ClusterNotReady, NdbChaosError, UsageError
+from ..ndb import ndbinfo
+from ..ndb.config import NdbConfig, read_config, replace_prefix
+from ..ndb.mgm import MgmReport, parse_mgm
+from ..sqlconn import connect, error_fields
+from .base import COMPOSE_DIR, ClusterStatus, Engine, Expectation, NodeStatus
+
+log = logging.getLogger("ndbchaos")
+
+DEFAULT_IMAGE = "container-registry.oracle.com/mysql/community-cluster:8.4"
+ALT_IMAGE = "mysql/mysql-cluster:8.4"
+DEFAULT_ROOT_PASSWORD = "ndbchaos-root"
+
+LAYOUTS = {
+    # compose file, config.ini, my.cnf, default subnet prefix (first three octets of a /24)
+    "default": ("ndb.yml", "ndb/config.ini", "ndb/my.cnf", "10.213.77"),
+    "small": ("ndb-small.yml", "ndb/config-small.ini", "ndb/my-small.cnf", "10.213.78"),
+}
+
+#: Cluster log levels of ndb_mgmd. They are not config.ini parameters: ndb_mgmd starts with 7 for
+#: every category, ERROR 15, CONNECTION 8, BACKUP 15 (MgmtSrvr.cpp constructor), which hides the
+#: threshold-8 NodeRestart events (NODE_FAILREP "has failed", NodeFailCompleted "completed failure
+#: of") that the expectations look for. Each ndb_mgmd has its own cluster log and its own levels,
+#: and they reset when it restarts, so they are applied to each management node after it starts.
+CLUSTERLOG = "ALL CLUSTERLOG STARTUP=15 SHUTDOWN=15 NODERESTART=15 CONNECTION=15 ERROR=15"
+
+# -- timing facts (seconds) and where they come from -------------------------------------------
+#: "After missing four heartbeat intervals in a row, the node is declared dead. Thus, the maximum
+#: time for discovering a failure through the heartbeat mechanism is five times the heartbeat
+#: interval." (8.4 manual, HeartbeatIntervalDbDb; ndb.md 5.2). Applies to HeartbeatIntervalDbApi too.
+HEARTBEATS_TO_DETECT = 5
+#: The NDB test framework waits waitClusterStarted(120) around every restart
+#: (NdbRestarts.cpp::executeRestart, ndb.md 7) and 60 s more per loop when no timeout is given.
+NDBT_WAIT_CLUSTER_STARTED = 120.0
+NDBT_EXTRA_WAIT = 60.0
+#: my.cnf: ndb-wait-connected / ndb-wait-setup (a unit test keeps these in sync with the file).
+NDB_WAIT_CONNECTED = 60.0
+NDB_WAIT_SETUP = 60.0
+#: Our own margin for what the engine does not decide: the observer's poll period (0.5 s), an
+#: exec into a container (~0.2 s), a container start (process exec, volume mount) [measured on
+#: the Galera containers here; not an NDB fact].
+OBSERVATION_SLACK = 2.0
+CONTAINER_START_SLACK = 10.0
+#: Management node start to "answering ndb_mgm" [UNVERIFIED: no documented figure; generous].
+MGMD_START_BOUND = 60.0
+
+FAMILIES = ("datanode_loss", "two_datanodes_different_ng", "nodegroup_loss", "partition_halves_arbitrator_side",
+            "arbitrator_isolated", "mgmnode_loss", "all_mgmnodes_loss", "sqlnode_loss")
+
+_MGM = ["ndb_mgm", "-c", "127.0.0.1:1186"]
+
+
+def missing_image_message(image: str) -> str:
+    return (f"NDB image {image} not present locally; docker pull {image} (or docker load -i <saved image>), "
+            f"or set NDBCHAOS_NDB_IMAGE to a local image such as {ALT_IMAGE}")
+
+
+def normalize_subnet(value: str) -> str:
+    """``10.1.2`` / ``10.1.2.0`` / ``10.1.2.0/24`` -> ``10.1.2`` (the first three octets of a /24)."""
+    v = value.strip()
+    m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\.0)?(?:/(\d+))?", v)
+    if not m or any(int(x) > 255 for x in m.groups()[:3]):
+        raise UsageError(f"NDBCHAOS_NDB_SUBNET={value!r}: expected the first three octets of a /24, e.g. 10.213.77")
+    if m.group(4) not in (None, "24"):
+        raise UsageError(f"NDBCHAOS_NDB_SUBNET={value!r}: only a /24 is supported")
+    return ".".join(m.groups()[:3])
+
+
+# -- the survival rule (reference/ndb.md 5.1) ------------------------------------------------------
+def arbitration_check(groups: dict[int, set[int]], before: set[int], survivors: set[int]) -> tuple[str, str]:
+    """What one set of surviving data nodes decides after losing the others.
+
+    ``groups``: node group -> its data node ids; ``before``: the data nodes that were alive before
+    the failure; ``survivors``: the set that checks. Returns (outcome, ArbitResult text) with
+    outcome ``win`` | ``lose`` | ``arbitrate`` (ndb.md 5.1, steps 1-5, in that order).
+    """
+    if any(not (set(m) & survivors) for m in groups.values()):
+        return "lose", "Arbitration check lost - missing node group"
+    n, prev = len(survivors & before), len(before)
+    if 2 * n < prev:
+        return "lose", "Arbitration check lost - less than 1/2 nodes left"
+    if 2 * n > prev:
+        return "win", "Arbitration check won - all node groups and more than 1/2 nodes left"
+    if any(set(m) <= survivors for m in groups.values()):
+        return "win", "Arbitration check won - node group majority"
+    return "arbitrate", "Network partitioning - arbitration required"
+
+
+class NdbEngine(Engine):
+    name = "ndb"
+    table_engine = "NDBCLUSTER"
+    sql_roles = (T.SQL,)
+
+    def __init__(self):
+        self._mon: dict[str, object] = {}
+        self._mon_lock = threading.Lock()
+        self._clusterlog_applied: dict[str, str] = {}  # mgm node -> container StartedAt
+
+    # -- images and compose ---------------------------------------------------------------
+    def image(self, options: dict) -> str:
+        return options.get("ndb_image") or os.environ.get("NDBCHAOS_NDB_IMAGE") or DEFAULT_IMAGE
+
+    def images(self, options: dict) -> list[str]:
+        return [self.image(options)]
+
+    def ensure_images(self, options: dict) -> None:
+        """Refuse, in one line, when the image is missing. Never pulls, builds or substitutes."""
+        img = self.image(options)
+        if not runtime.image_present(img):
+            raise NdbChaosError(missing_image_message(img))
+
+    def layout(self, options: dict) -> str:
+        lay = (options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default").strip().lower()
+        if lay not in LAYOUTS:
+            raise UsageError(f"unknown NDB layout {lay!r} (expected {' or '.join(LAYOUTS)})")
+        return lay
+
+    def subnet(self, options: dict) -> str:
+        v = options.get("ndb_subnet") or os.environ.get("NDBCHAOS_NDB_SUBNET")
+        return normalize_subnet(v) if v else LAYOUTS[self.layout(options)][3]
+
+    def config_files(self, options: dict) -> tuple[Path, Path]:
+        """(config.ini, my.cnf) in use: the shipped files, or copies rendered for another subnet."""
+        _, ini, cnf, default_net = LAYOUTS[self.layout(options)]
+        ini_p, cnf_p = COMPOSE_DIR / ini, COMPOSE_DIR / cnf
+        net = self.subnet(options)
+        if net == default_net:
+            return ini_p, cnf_p
+        out = []
+        for src in (ini_p, cnf_p):
+            text = replace_prefix(src.read_text(), default_net, net)
+            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            dst = runtime.TOOLS_DIR.parent / "ndb" / f"{src.stem}-{net}-{digest}{src.suffix}"
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dst.with_suffix(dst.suffix + ".tmp")
+                tmp.write_text(text)
+                tmp.replace(dst)
+            out.append(dst)
+        return out[0], out[1]
+
+    def config(self, options: dict) -> NdbConfig:
+        return read_config(self.config_files(options)[0])
+
+    def root_password(self, options: dict) -> str:
+        return options.get("ndb_root_password") or os.environ.get("NDBCHAOS_NDB_ROOT_PASSWORD") or DEFAULT_ROOT_PASSWORD
+
+    def compose_files(self, options: dict) -> list[Path]:
+        return [COMPOSE_DIR / LAYOUTS[self.layout(options)][0]] + [Path(p) for p in options.get("overlays", [])]
+
+    def compose_env(self, options: dict) -> dict[str, str]:
+        ini, cnf = self.config_files(options)
+        env = {
+            "NDBCHAOS_NDB_IMAGE": self.image(options),
+            "NDBCHAOS_NDB_SUBNET": self.subnet(options),
+            "NDBCHAOS_NDB_CONFIG": str(ini),
+            "NDBCHAOS_NDB_MYCNF": str(cnf),
+            "NDBCHAOS_NDB_ROOT_PASSWORD": self.root_password(options),
+        }
+        for k, v in (options.get("ports") or {}).items():
+            env[f"NDBCHAOS_PORT_{k.upper()}"] = str(v)
+        return env
+
+    def compose_profiles(self, options: dict) -> list[str]:
+        return []
+
+    def services(self, options: dict) -> dict[str, list[str]]:
+        """role -> compose service names of the layout, in node id order."""
+        import yaml
+        doc = yaml.safe_load(self.compose_files(options)[0].read_text())
+        out: dict[str, list[tuple[int, str]]] = {}
+        for name, svc in (doc.get("services") or {}).items():
+            labels = svc.get("labels") or {}
+            role = labels.get(T.ROLE)
+            nid = int(labels.get(T.NODEID) or 0)
+            out.setdefault(role, []).append((nid, name))
+        return {r: [n for _, n in sorted(v)] for r, v in out.items()}
+
+    def expected_members(self, cluster) -> int:
+        """Data nodes of the layout: what ndbinfo.nodes must list."""
+        return len(self.config(cluster.options).data_nodes)
+
+    # -- start ------------------------------------------------------------------------------
+    def start(self, cluster) -> None:
+        """Management nodes first, then data nodes (wait until all are started), then SQL nodes
+        (wait until each answers SQL), then the client user and database."""
+        budget = float(cluster.options.get("ndb_start_timeout") or 600)
+        deadline = time.monotonic() + budget
+        self._check_subnet_free(cluster)
+        svc = self.services(cluster.options)
+        up = ["up", "-d", "--pull", "never", "--no-deps"]
+        cluster.compose(*up, *svc.get(T.MGM, []))
+        cluster.discover()
+        for n in cluster.topology.role(T.MGM):
+            self._wait_mgm(cluster, n, min(90.0, deadline - time.monotonic()))
+        cluster.compose(*up, *svc.get(T.DATA, []))
+        cluster.discover()
+        self._wait_data_started(cluster, deadline)
+        for n in cluster.topology.role(T.MGM):
+            self._apply_clusterlog(cluster, n)
+        cluster.compose(*up, *svc.get(T.SQL, []))
+        cluster.discover()
+        for n in cluster.topology.role(T.SQL):
+            self._wait_local_sql(cluster, n, deadline)
+            self._ensure_client(cluster, n, deadline)
+        cluster.discover()
+        # Readiness within our own budget (an NDB start can outlast Cluster.up's default timeout;
+        # its wait_healthy then returns at once).
+        cluster.wait_healthy(max(5.0, deadline - time.monotonic()))
+
+    def _check_subnet_free(self, cluster) -> None:
+        net = self.subnet(cluster.options) + ".0/24"
+        try:
+            networks = runtime.docker_client().networks.list()
+        except Exception:
+            return
+        for nw in networks:
+            labels = (nw.attrs.get("Labels") or {})
+            if labels.get(T.PROJECT) == cluster.project:
+                continue
+            for cfg in ((nw.attrs.get("IPAM") or {}).get("Config") or []):
+                if cfg.get("Subnet") == net:
+                    other = labels.get(T.PROJECT)
+                    raise NdbChaosError(
+                        f"subnet {net} is already used by network {nw.name}"
+                        + (f" (ndbchaos project {other}: `ndbchaos reap --project {other}`)" if other else "")
+                        + "; set NDBCHAOS_NDB_SUBNET to another /24")
+
+    def _deadline_left(self, deadline: float, what: str) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ClusterNotReady(f"NDB start budget exhausted before {what}")
+        return left
+
+    def _raise_if_exited(self, cluster, node: T.Node) -> None:
+        c = cluster.container(node)
+        st = runtime.container_state(c)
+        if st in ("exited", "dead"):
+            tail = c.logs(tail=20).decode("utf-8", "replace").strip().splitlines()
+            last = [ln for ln in tail if ln.strip()][-1:] or ["(no output)"]
+            raise ClusterNotReady(f"{node.name} exited during start: {last[0][-240:]}")
+
+    def _wait_mgm(self, cluster, node: T.Node, timeout: float) -> None:
+        deadline = time.monotonic() + max(timeout, 1)
+        last = ""
+        while time.monotonic() < deadline:
+            self._raise_if_exited(cluster, node)
+            code, out = self._exec(cluster, node, _MGM + ["-e", "show"], timeout=10)
+            if code == 0 and "Cluster Configuration" in out:
+                return
+            last = out.strip().splitlines()[-1:] if out.strip() else []
+            time.sleep(1.0)
+        raise ClusterNotReady(f"{node.name}: ndb_mgmd did not answer within {timeout:.0f}s ({' '.join(last)[-200:]})")
+
+    def _wait_data_started(self, cluster, deadline: float) -> None:
+        expected = [n.nodeid for n in cluster.topology.data_nodes]
+        last_problems: list[str] = ["no report yet"]
+        while True:
+            for n in cluster.topology.data_nodes:
+                self._raise_if_exited(cluster, n)
+            rep, _ = self.mgm_report(cluster)
+            if rep is not None:
+                from ..ndb.mgm import all_started
+                ok, last_problems = all_started(rep, expected)
+                if ok:
+                    return
+            if time.monotonic() >= deadline:
+                raise ClusterNotReady("data nodes not started: " + "; ".join(last_problems[:4]))
+            time.sleep(1.0)
+
+    def _wait_local_sql(self, cluster, node: T.Node, deadline: float) -> None:
+        """Wait for the real server: the image's entrypoint first runs a temporary server for
+        its initialisation, with --skip-networking, on the same socket."""
+        last = ""
+        while True:
+            self._raise_if_exited(cluster, node)
+            code, out = self.root_sql(cluster, node, "SELECT @@skip_networking", timeout=10)
+            lines = out.strip().splitlines()
+            if code == 0 and lines and lines[-1].strip() == "0":
+                return
+            last = out.strip()[-200:]
+            if time.monotonic() >= deadline:
+                raise ClusterNotReady(f"{node.name} did not accept SQL in time ({last})")
+            time.sleep(1.0)
+
+    def _ensure_client(self, cluster, node: T.Node, deadline: float | None = None) -> None:
+        """The client user (per SQL node: users are local to each mysqld) and the database
+        (distributed to the other SQL nodes by NDB schema distribution; IF NOT EXISTS everywhere)."""
+        u, p, db = self.sql_user, self.sql_password, self.sql_database
+        sql = (f"CREATE USER IF NOT EXISTS '{u}'@'%' IDENTIFIED BY '{p}'; "
+               f"ALTER USER '{u}'@'%' IDENTIFIED BY '{p}'; "
+               f"GRANT ALL PRIVILEGES ON *.* TO '{u}'@'%'; "
+               f"CREATE DATABASE IF NOT EXISTS `{db}`")
+        end = deadline if deadline is not None else time.monotonic() + 120
+        while True:
+            code, out = self.root_sql(cluster, node, sql, timeout=60)
+            if code == 0:
+                return
+            if time.monotonic() >= end:
+                raise NdbChaosError(f"creating the client user on {node.name} failed: {out.strip()[-240:]}")
+            time.sleep(2.0)
+
+    def prepare(self, cluster) -> None:
+        """Idempotent: the client user and database on every SQL node, cluster log levels."""
+        for n in cluster.topology.role(T.SQL):
+            self._ensure_client(cluster, n)
+        for n in cluster.topology.role(T.MGM):
+            self._apply_clusterlog(cluster, n)
+
+    # -- exec helpers -------------------------------------------------------------------------
+    def _exec(self, cluster, node: T.Node, cmd: list[str] | str, timeout: float = 10) -> tuple[int, str]:
+        try:
+            c = cluster.container(node)
+            return runtime.exec_in(c, cmd, timeout=timeout)
+        except Exception as e:  # paused, gone, docker error: an answer, not an exception
+            return -1, f"{type(e).__name__}: {e}"
+
+    def root_sql(self, cluster, node: T.Node, sql: str, timeout: float = 30) -> tuple[int, str]:
+        """Run SQL as root@localhost inside an SQL node's container, through the server's socket
+        (the image sets MYSQL_UNIX_PORT); the password is the container's MYSQL_ROOT_PASSWORD.
+        Returns (exit code, output)."""
+        cmd = ["sh", "-c", 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql -uroot -N -B -e "$0"', sql]
+        return self._exec(cluster, node, cmd, timeout=timeout)
+
+    def mgm(self, cluster, command: str, node: T.Node | None = None, timeout: float = 10) -> tuple[int, str, str | None]:
+        """Run one ndb_mgm command in a management container (the given one, or the first
+        running one in node id order); (exit code, output, node name that answered)."""
+        candidates = [node] if node is not None else sorted(cluster.topology.role(T.MGM), key=lambda n: n.nodeid or 0)
+        last = (-1, "no management node container is running", None)
+        for n in candidates:
+            try:
+                if runtime.container_state(cluster.container(n)) != "running":
+                    continue
+            except Exception:
+                continue
+            code, out = self._exec(cluster, n, _MGM + ["-e", command], timeout=timeout)
+            if code == 0 and "Connected to Management Server" in out:
+                return code, out, n.name
+            last = (code, out, n.name)
+        return last
+
+    def mgm_report(self, cluster) -> tuple[MgmReport | None, str | None]:
+        """SHOW + ALL STATUS from the first management node that answers, parsed together."""
+        script = " ".join(_MGM) + " -e show; echo; " + " ".join(_MGM) + " -e 'all status'"
+        for n in sorted(cluster.topology.role(T.MGM), key=lambda n: n.nodeid or 0):
+            try:
+                if runtime.container_state(cluster.container(n)) != "running":
+                    continue
+            except Exception:
+                continue
+            _, out = self._exec(cluster, n, ["sh", "-c", script], timeout=20)
+            if "Cluster Configuration" not in out:
+                continue
+            rep = parse_mgm(out)
+            if rep.nodes:
+                return rep, n.name
+        return None, None
+
+    def _apply_clusterlog(self, cluster, node: T.Node) -> bool:
+        code, out, _ = self.mgm(cluster, CLUSTERLOG, node=node, timeout=15)
+        ok = code == 0 and "failed" not in out
+        if ok:
+            try:
+                c = cluster.container(node)
+                self._clusterlog_applied[node.name] = (c.attrs.get("State") or {}).get("StartedAt", "")
+            except Exception:
+                pass
+        else:
+            log.warning("CLUSTERLOG levels not applied on %s: %s", node.name, out.strip()[-200:])
+        return ok
+
+    def cluster_log_follower(self, cluster, node: T.Node | None = None, keep_other: bool = False):
+        """A follower of a management node's cluster log (see ndbchaos.ndb.clusterlog)."""
+        from ..ndb.clusterlog import ClusterLogFollower
+        return ClusterLogFollower(cluster, node, keep_other=keep_other)
+
+    # -- status -------------------------------------------------------------------------------
+    def _monitor(self, node: T.Node):
+        conn = self._mon.get(node.name)
+        if conn is not None:
+            return conn
+        conn = connect(node.sql_port, self.sql_user, self.sql_password,
+                       connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
+        self._mon[node.name] = conn
+        return conn
+
+    def _drop_monitor(self, name: str) -> None:
+        conn = self._mon.pop(name, None)
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    def sql_probe(self, node: T.Node, full: bool = False) -> dict:
+        """What one SQL node sees: ``{"nodes": [...]}`` (+ ``arbitrator``, ``membership`` when
+        ``full``), or ``{"error": "errno: message"}``."""
+        with self._mon_lock:
+            try:
+                conn = self._monitor(node)
+                cur = conn.cursor()
+                out = {"nodes": ndbinfo.nodes(cur)}
+                if full:
+                    out["arbitrator"] = ndbinfo.arbitrator_validity_summary(cur)
+                    out["membership"] = ndbinfo.membership(cur)
+                cur.close()
+                return out
+            except Exception as e:
+                self._drop_monitor(node.name)
+                errno, msg = error_fields(e)
+                return {"error": f"{errno}: {msg}"}
+
+    def status(self, cluster) -> ClusterStatus:
+        topo = cluster.topology
+        expected_ids = [n.nodeid for n in topo.data_nodes]
+        cstates = {}
+        for n in topo.nodes:
+            try:
+                cstates[n.name] = runtime.container_state(cluster.container(n))
+            except Exception:
+                cstates[n.name] = "gone"
+        rep, mgm_source = self.mgm_report(cluster)
+        if rep is not None:
+            self._reapply_clusterlog(cluster, cstates)
+        nodes: list[NodeStatus] = []
+        problems: list[str] = []
+        # SQL nodes first: their view of ndbinfo is the fallback when no management node answers.
+        sql_views: dict[str, dict] = {}
+        full_done = False
+        for n in topo.role(T.SQL):
+            if cstates[n.name] == "running" and n.sql_port is None:
+                cluster.discover()
+                topo = cluster.topology
+                n = topo.node(n.name)
+            if cstates[n.name] != "running" or not n.sql_port:
+                self._drop_monitor(n.name)
+                sql_views[n.name] = {"error": f"container {cstates[n.name]}"}
+                continue
+            v = self.sql_probe(n, full=not full_done)
+            if "error" not in v and not full_done:
+                full_done = True
+            sql_views[n.name] = v
+        answering = {k: v for k, v in sql_views.items() if "error" not in v}
+        arb = ndbinfo.arbitrator_summary(next((v["arbitrator"] for v in answering.values() if "arbitrator" in v), []))
+        membership = next((v["membership"] for v in answering.values() if "membership" in v), [])
+        ndbinfo_rows = next((v["nodes"] for v in answering.values()), None)
+
+        for n in topo.data_nodes:
+            cstate = cstates[n.name]
+            details: dict = {"nodeid": n.nodeid, "nodegroup": n.nodegroup}
+            if rep is not None:
+                m = rep.node(n.nodeid)
+                state = m.status if m else "not reported"
+                if m and m.start_phase is not None:
+                    state += f" (phase {m.start_phase})"
+                if m:
+                    details.update(version=m.version, master=m.master, reported_nodegroup=m.nodegroup,
+                                   start_phase=m.start_phase, address=m.address)
+                ok = cstate == "running" and m is not None and m.started
+                details["source"] = "ndb_mgm"
+            elif ndbinfo_rows is not None:
+                row = next((r for r in ndbinfo_rows if int(r["node_id"]) == n.nodeid), None)
+                state = (str(row["status"]).lower() if row else "not connected")
+                ok = cstate == "running" and row is not None and row["status"] == "STARTED"
+                details["source"] = "ndbinfo"
+            else:
+                state, ok = ("unknown" if cstate == "running" else "down"), False
+                details["source"] = "none"
+            if cstate != "running" and state in ("unknown", "not reported"):
+                state = "down"
+            nodes.append(NodeStatus(n.name, n.role, cstate, state, ok, details))
+            if not ok:
+                problems.append(f"{n.name}: {state} (container {cstate})")
+
+        for n in topo.role(T.MGM):
+            cstate = cstates[n.name]
+            m = rep.node(n.nodeid) if rep is not None else None
+            if mgm_source == n.name:
+                state, ok = "connected", cstate == "running"
+            elif m is not None:
+                state = m.status
+                ok = cstate == "running" and m.connected
+            else:
+                state, ok = ("unknown" if cstate == "running" else "down"), False
+            details = {"nodeid": n.nodeid, "answered_status": mgm_source == n.name,
+                       "arbitrator": arb.get("arbitrator") == n.nodeid}
+            nodes.append(NodeStatus(n.name, n.role, cstate, state, ok, details))
+            if not ok:
+                problems.append(f"{n.name}: management node {state} (container {cstate})")
+        if rep is None:
+            problems.append("no management server answers ndb_mgm")
+
+        for n in topo.role(T.SQL):
+            cstate = cstates[n.name]
+            v = sql_views.get(n.name, {})
+            details = {"nodeid": n.nodeid, "sql_port": n.sql_port}
+            if "error" in v:
+                state = "down" if cstate != "running" else "unreachable"
+                ok = False
+                details["error"] = v["error"]
+            else:
+                ready, why = ndbinfo.nodes_ready(v["nodes"], expected_ids)
+                details["ndbinfo_nodes"] = v["nodes"]
+                state = "ready" if ready else "no cluster" if not v["nodes"] else "partial cluster"
+                ok = ready
+                if not ready:
+                    details["why"] = why
+            if rep is not None and rep.node(n.nodeid) is not None:
+                details["mgm_state"] = rep.node(n.nodeid).status
+            nodes.append(NodeStatus(n.name, n.role, cstate, state, ok, details))
+            if not ok:
+                problems.append(f"{n.name}: SQL {state}" + (f" ({v['error']})" if "error" in v else
+                                                            f" ({'; '.join(details.get('why', [])[:2])})" if details.get("why") else ""))
+
+        if answering and not arb["agreed"]:
+            problems.append(f"no agreed arbitrator (arbitrator_validity_summary: {arb['rows']} row(s), "
+                            f"arbitrator {arb['arbitrator']}, connected {arb['arb_connected']})")
+
+        by_id = {n.nodeid: n.name for n in topo.nodes if n.nodeid is not None}
+        summary = {
+            "expected_members": len(expected_ids),
+            "data_started": sum(1 for s in nodes if s.role == T.DATA and s.healthy),
+            "nodegroups": (rep.nodegroups() if rep is not None and rep.nodegroups()
+                           else {g: [m.nodeid for m in ms] for g, ms in topo.nodegroups().items()}),
+            "master": rep.master if rep is not None else None,
+            "president": ndbinfo.president(membership) if membership else None,
+            "arbitrator": arb["arbitrator"],
+            "arbitrator_node": by_id.get(arb["arbitrator"]),
+            "arbitrator_agreed": arb["agreed"],
+            "arbitrator_rows": arb["rows"],
+            "mgm_source": mgm_source,
+            "sql_answering": sorted(answering),
+        }
+        return ClusterStatus(cluster.clock.now(), nodes, not problems, problems, summary)
+
+    def _reapply_clusterlog(self, cluster, cstates: dict) -> None:
+        """A management node that restarted since its levels were applied gets them again."""
+        for n in cluster.topology.role(T.MGM):
+            if cstates.get(n.name) != "running":
+                continue
+            try:
+                started = (cluster.container(n).attrs.get("State") or {}).get("StartedAt", "")
+            except Exception:
+                continue
+            if self._clusterlog_applied.get(n.name) not in (None, started):
+                self._apply_clusterlog(cluster, n)
+
+    def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
+        """The lost nodes are out (not started / not connected) and every other data node is
+        started again."""
+        lost_set = set(lost)
+        data = [n for n in status.nodes if n.role == T.DATA]
+        gone = [n for n in status.nodes if n.node in lost_set]
+        survivors = [n for n in data if n.node not in lost_set]
+        return (bool(survivors) and all(not n.healthy for n in gone)
+                and all(n.healthy for n in survivors))
+
+    # -- expectations ---------------------------------------------------------------------------
+    def timings(self, options: dict) -> dict:
+        cfg = self.config(options)
+        return {
+            "heartbeat_db_s": cfg.data_param_ms("HeartbeatIntervalDbDb", 5000) / 1000.0,
+            "heartbeat_api_s": cfg.data_param_ms("HeartbeatIntervalDbApi", 1500) / 1000.0,
+            "arbitration_timeout_s": cfg.data_param_ms("ArbitrationTimeout", 7500) / 1000.0,
+        }
+
+    def _arbitrators(self, cfg: NdbConfig) -> list[int]:
+        """Arbitrator candidates in the order the president picks them: rank 1 before rank 2
+        (8.4 manual, ArbitrationRank) [UNVERIFIED: lowest node id first within a rank]."""
+        cands = [n for n in cfg.nodes if n.type in ("MGM", "API") and n.arbitration_rank > 0]
+        return [n.node_id for n in sorted(cands, key=lambda n: (n.arbitration_rank, n.node_id))]
+
+    def expectation(self, family: str, cluster, **kw) -> Expectation:
+        if family not in FAMILIES:
+            raise UsageError(f"no NDB expectation for fault family {family!r} (known: {', '.join(FAMILIES)})")
+        topo = cluster.topology
+        cfg = self.config(cluster.options)
+        tm = self.timings(cluster.options)
+        hb, hb_api, arb_to = tm["heartbeat_db_s"], tm["heartbeat_api_s"], tm["arbitration_timeout_s"]
+        groups = {g: {m.nodeid for m in ms} for g, ms in topo.nodegroups().items()}
+        by_name = {n.name: n for n in topo.nodes}
+        by_id = {n.nodeid: n for n in topo.nodes if n.nodeid is not None}
+        data_ids = {n.nodeid for n in topo.data_nodes}
+        candidates = [i for i in self._arbitrators(cfg) if i in by_id]
+        sqls = [n.name for n in topo.role(T.SQL)]
+
+        def name_of(x) -> str:
+            if isinstance(x, T.Node):
+                return x.name
+            if isinstance(x, str):
+                if x not in by_name:
+                    raise UsageError(f"{family}: no node named {x!r} (nodes: {', '.join(by_name)})")
+                return x
+            return by_id[int(x)].name
+
+        def names(ids) -> list[str]:
+            return [by_id[i].name for i in sorted(ids)]
+
+        def ids_of(nodes) -> set[int]:
+            return {by_name[name_of(x)].nodeid for x in nodes}
+
+        # ``arbitrator=None`` says there is none (e.g. the management node was killed first).
+        if "arbitrator" in kw:
+            arbitrator = kw["arbitrator"]
+            if arbitrator is not None and not isinstance(arbitrator, int):
+                arbitrator = by_name[name_of(arbitrator)].nodeid
+        else:
+            arbitrator = candidates[0] if candidates else None
+
+        # Detection bounds (derivation):
+        #  * data node failure, silent case: declared dead after 4 missed HeartbeatIntervalDbDb,
+        #    at most 5 intervals (manual); a kill closes the TCP connection and is seen at once,
+        #    so 5 x interval is an upper bound for both;
+        #  * + ArbitrationTimeout when the survivors must ask the arbitrator (ndb.md 5.1 step 5);
+        #  * API/management links: the same rule with HeartbeatIntervalDbApi;
+        #  * + our observation slack (poll period, exec latency).
+        det_data = HEARTBEATS_TO_DETECT * hb + OBSERVATION_SLACK
+        det_data_arb = det_data + arb_to
+        det_api = HEARTBEATS_TO_DETECT * hb_api + OBSERVATION_SLACK
+        # Recovery bounds (derivation):
+        #  * node restart: the NDB test framework's own bound, waitClusterStarted(120) around every
+        #    restart (NdbRestarts.cpp), + the container start;
+        #  * system restart: waitClusterStarted(120) + the 60 s the framework adds per loop, + the
+        #    SQL nodes reconnecting (ndb-wait-connected), + the container starts;
+        #  * SQL node restart: mysqld waits ndb-wait-connected then ndb-wait-setup at most;
+        #  * management node: [UNVERIFIED] no documented figure, MGMD_START_BOUND.
+        rec_node = NDBT_WAIT_CLUSTER_STARTED + CONTAINER_START_SLACK
+        rec_system = NDBT_WAIT_CLUSTER_STARTED + NDBT_EXTRA_WAIT + NDB_WAIT_CONNECTED + CONTAINER_START_SLACK
+        rec_sql = NDB_WAIT_CONNECTED + NDB_WAIT_SETUP + CONTAINER_START_SLACK
+        timing = {**tm, "heartbeats_to_detect": HEARTBEATS_TO_DETECT, "observation_slack_s": OBSERVATION_SLACK,
+                  "ndbt_wait_cluster_started_s": NDBT_WAIT_CLUSTER_STARTED, "ndb_wait_connected_s": NDB_WAIT_CONNECTED,
+                  "ndb_wait_setup_s": NDB_WAIT_SETUP}
+        sec51 = "reference/ndb.md 5.1"
+
+        def data_loss(lost: set[int], simultaneous: bool, fam: str) -> Expectation:
+            survivors = data_ids - lost
+            steps = []
+            if simultaneous or len(lost) <= 1:
+                outcome, text = arbitration_check(groups, data_ids, survivors)
+                steps.append({"lost": names(lost), "survivors": names(survivors), "check": text})
+            else:  # one at a time: each check is against the nodes alive just before it
+                alive = set(data_ids)
+                outcome, text = "win", ""
+                for nid in sorted(lost):
+                    outcome, text = arbitration_check(groups, alive, alive - {nid})
+                    steps.append({"lost": names({nid}), "survivors": names(alive - {nid}), "check": text})
+                    if outcome != "win":
+                        break
+                    alive -= {nid}
+            survive = outcome == "win" or (outcome == "arbitrate" and arbitrator is not None)
+            if outcome == "arbitrate":
+                steps.append({"arbitration": (f"survivors ask arbitrator node {arbitrator} and get "
+                                              "'Arbitration won - positive reply'") if arbitrator is not None
+                              else "no arbitrator: 'Network partitioning - no arbitrator available' -> shutdown 2305"})
+            if survive:
+                events = ["node_disconnected", "arbitration_check_won" if outcome == "win" else "arbitration_required",
+                          *(["arbitration_won"] if outcome == "arbitrate" else []), "node_failure_completed"]
+                return Expectation(
+                    family=fam, survivors_serve=True, cluster_survives=True,
+                    rule=f"{sec51}: {text}" + (f"; arbitrator node {arbitrator} says yes" if outcome == "arbitrate" else ""),
+                    detection_bound_s=det_data_arb if outcome == "arbitrate" else det_data,
+                    recovery_bound_s=rec_node, recovery="node_restart",
+                    details={"decision": steps, "lost": names(lost), "survivors": names(survivors),
+                             "arbitrator": arbitrator, "expected_events": events,
+                             "client_errors": {"during_failover": "temporary (NR class, e.g. 4010, 4025, 286; 1297)",
+                                               "after": "none"},
+                             "timing": timing})
+            return Expectation(
+                family=fam, survivors_serve=False, cluster_survives=False,
+                rule=(f"{sec51}: {text} -> every remaining data node shuts down (2305); "
+                      "the cluster needs a system restart"),
+                detection_bound_s=det_data_arb, recovery_bound_s=rec_system, recovery="system_restart",
+                details={"decision": steps, "lost": names(lost), "shut_down": names(survivors),
+                         "exit_code": 2305, "arbitrator": arbitrator,
+                         "expected_events": ["arbitration_check_lost", "forced_shutdown"],
+                         "client_errors": {"expected": [4009], "class": "unknown",
+                                           "text": "ERROR 1296: Got error 4009 'Cluster Failure' from NDBCLUSTER "
+                                                   "(or 157 / connection errors); NR-class 1297 errors while it shuts down"},
+                         "timing": timing})
+
+        if family == "datanode_loss":
+            lost = ids_of(kw.get("nodes") or [topo.data_nodes[0].name])
+            return data_loss(lost, bool(kw.get("simultaneous", True)), family)
+
+        if family == "two_datanodes_different_ng":
+            if kw.get("nodes"):
+                lost = ids_of(kw["nodes"])
+            else:
+                if len(groups) < 2:
+                    raise UsageError("two_datanodes_different_ng needs at least two node groups (default layout)")
+                lost = {min(m) for m in list(groups.values())[:2]}
+            ngs = {by_id[i].nodegroup for i in lost}
+            if len(lost) != 2 or len(ngs) != 2:
+                raise UsageError(f"two_datanodes_different_ng: expected two data nodes of different node groups, got {names(lost)}")
+            exp = data_loss(lost, bool(kw.get("simultaneous", True)), family)
+            exp.rule += " (NdbRestarts TwoNodeFailure)"
+            return exp
+
+        if family == "nodegroup_loss":
+            ng = int(kw.get("nodegroup", 0))
+            if ng not in groups:
+                raise UsageError(f"nodegroup_loss: no node group {ng} (have {sorted(groups)})")
+            exp = data_loss(set(groups[ng]), True, family)
+            exp.details["nodegroup"] = ng
+            return exp
+
+        if family in ("partition_halves_arbitrator_side", "arbitrator_isolated"):
+            side_a = ids_of(kw["side"]) & data_ids if kw.get("side") else {min(m) for m in groups.values()}
+            side_b = data_ids - side_a
+            oa, ta = arbitration_check(groups, data_ids, side_a)
+            ob, tb = arbitration_check(groups, data_ids, side_b)
+            if (oa, ob) != ("arbitrate", "arbitrate"):
+                raise UsageError(f"{family}: sides {names(side_a)} / {names(side_b)} are not an even split with every "
+                                 f"node group on both sides ({ta}; {tb})")
+            det = det_data_arb
+            if family == "partition_halves_arbitrator_side":
+                return Expectation(
+                    family=family, survivors_serve=True, cluster_survives=True,
+                    rule=(f"{sec51} step 5: both halves find '{ta}'; the arbitrator (node {arbitrator}) answers yes "
+                          f"to the first requester only, which is the side it can reach"),
+                    detection_bound_s=det, recovery_bound_s=rec_node, recovery="node_restart",
+                    details={"winners": names(side_a), "losers": names(side_b), "arbitrator": arbitrator,
+                             "arbitrator_node": by_id[arbitrator].name if arbitrator in by_id else None,
+                             "loser_exit_code": 2305,
+                             "expected_events": {"winners": ["arbitration_required", "arbitration_won"],
+                                                 "losers": ["arbitration_required", "no_arbitrator|arbitration_lost",
+                                                            "forced_shutdown"]},
+                             "sql_nodes": ("SQL nodes that reach a winner keep serving; an SQL node cut off "
+                                           "with the losers gets 4009 until the partition heals"),
+                             "client_errors": {"during_failover": "temporary (NR class) on the winning side",
+                                               "losing_side": [4009]},
+                             "timing": timing})
+            return Expectation(
+                family=family, survivors_serve=False, cluster_survives=False,
+                rule=(f"{sec51} step 5: both halves need arbitration ('{ta}') and neither reaches the arbitrator "
+                      f"(node {arbitrator}) within ArbitrationTimeout -> both shut down with 2305 "
+                      "(ndb.md 10.4: 50/50 with the arbitrator isolated from both)"),
+                detection_bound_s=det, recovery_bound_s=rec_system, recovery="system_restart",
+                details={"halves": [names(side_a), names(side_b)], "shut_down": names(data_ids), "exit_code": 2305,
+                         "arbitrator": arbitrator,
+                         "assumption": ("the split and the arbitrator's isolation start together; if the data "
+                                        "nodes lose the arbitrator first, they elect the next candidate "
+                                        f"({candidates[1:2] or 'none'}) and the side that reaches it survives"),
+                         "expected_events": ["arbitration_required", "no_arbitrator", "forced_shutdown"],
+                         "client_errors": {"expected": [4009], "class": "unknown"},
+                         "timing": timing})
+
+        if family == "mgmnode_loss":
+            mgms = [n for n in topo.role(T.MGM)]
+            lost = ids_of(kw.get("nodes") or ([by_id[arbitrator].name] if arbitrator in by_id else [mgms[0].name]))
+            remaining = [i for i in candidates if i not in lost]
+            was_arbitrator = arbitrator in lost
+            new_arb = remaining[0] if was_arbitrator and remaining else (arbitrator if not was_arbitrator else None)
+            rule = ("reference/ndb.md 5.1 (management node loss): mgmd is not needed for data traffic; "
+                    + (f"the arbitrator moves to the next candidate, node {new_arb}" if was_arbitrator and new_arb
+                       else "no other arbitrator candidate: the cluster runs without one" if was_arbitrator
+                       else f"the arbitrator (node {arbitrator}) is unaffected"))
+            return Expectation(
+                family=family, survivors_serve=True, cluster_survives=True, rule=rule,
+                detection_bound_s=det_api + (arb_to if was_arbitrator else 0.0),
+                recovery_bound_s=MGMD_START_BOUND + CONTAINER_START_SLACK, recovery="node_restart",
+                details={"lost": names(lost), "arbitrator_before": arbitrator, "arbitrator_after": new_arb,
+                         "arbitrator_after_node": by_id[new_arb].name if new_arb in by_id else None,
+                         "expected_events": (["arbitrator_lost", "arbitrator_prepared", "arbitrator_started"]
+                                             if was_arbitrator and new_arb else
+                                             ["arbitrator_lost"] if was_arbitrator else []),
+                         "client_errors": {"expected": "none"},
+                         "recovery_bound_note": "[UNVERIFIED] no documented ndb_mgmd start time",
+                         "timing": timing})
+
+        if family == "all_mgmnodes_loss":
+            lost = {n.nodeid for n in topo.role(T.MGM)}
+            others = [i for i in candidates if i not in lost]
+            return Expectation(
+                family=family, survivors_serve=True, cluster_survives=True,
+                rule=("reference/ndb.md 5.1 (management node loss): data traffic continues; "
+                      + ("no arbitrator candidate is left (SQL nodes have ArbitrationRank 0), so the cluster "
+                         "runs without an arbitrator and the next even split or half loss stops it"
+                         if not others else f"arbitration moves to API node {others[0]}")),
+                detection_bound_s=det_api + arb_to,
+                recovery_bound_s=MGMD_START_BOUND + CONTAINER_START_SLACK, recovery="node_restart",
+                details={"lost": names(lost), "arbitrator_before": arbitrator,
+                         "arbitrator_after": others[0] if others else None,
+                         "expected_events": ["arbitrator_lost"],
+                         "status_note": "no ndb_mgm answers: data node states come from ndbinfo through the SQL nodes",
+                         "client_errors": {"expected": "none"},
+                         "timing": timing})
+
+        # sqlnode_loss
+        lost_sql = [name_of(x) for x in (kw.get("nodes") or sqls[:1])]
+        others = [s for s in sqls if s not in lost_sql]
+        return Expectation(
+            family=family, survivors_serve=bool(others), cluster_survives=True,
+            rule=("reference/ndb.md 5.1/10.4: an SQL node is an API node; its loss affects only its own clients "
+                  "(the data nodes declare it dead after HeartbeatIntervalDbApi x 4-5 and clean up its "
+                  "transactions); the other SQL nodes are unaffected"),
+            detection_bound_s=det_api, recovery_bound_s=rec_sql, recovery="node_restart",
+            details={"lost": lost_sql, "unaffected": others,
+                     "client_errors": {"lost_node": "connection errors (2013/2006/2003; unknown result when in flight)",
+                                       "other_nodes": "none"},
+                     "timing": timing})
+
+    # -- recovery -----------------------------------------------------------------------------
+    def recover_nodes(self, cluster, nodes) -> None:
+        """Node restart = start the container again (the data node keeps its file system, so it
+        runs a node restart). If no data node is running at all, every data node is started:
+        the cluster needs all of them for a system restart (ndb.md 7). Management nodes first
+        (data and SQL nodes fetch their configuration from them), then data, then SQL nodes."""
+        topo = cluster.topology
+        order = {T.MGM: 0, T.DATA: 1, T.SQL: 2}
+        wanted = sorted(nodes, key=lambda n: (order.get(n.role, 3), n.nodeid or 0))
+        started_mgm = []
+
+        def start(n: T.Node) -> bool:
+            c = cluster.container(n)
+            st = runtime.container_state(c)
+            if st == "paused":
+                c.unpause()
+                return False
+            if st != "running":
+                c.start()
+                return True
+            return False
+
+        for n in [x for x in wanted if x.role == T.MGM]:
+            if start(n):
+                started_mgm.append(n)
+        for n in started_mgm:
+            try:
+                self._wait_mgm(cluster, n, MGMD_START_BOUND)
+                self._apply_clusterlog(cluster, n)
+            except NdbChaosError as e:
+                log.warning("management node %s: %s", n.name, e)
+        data_want = [x for x in wanted if x.role == T.DATA]
+        if data_want:
+            running = [d for d in topo.data_nodes
+                       if runtime.container_state(cluster.container(d)) == "running"]
+            targets = topo.data_nodes if not running else data_want  # system restart: all of them
+            for n in targets:
+                start(n)
+        for n in [x for x in wanted if x.role not in (T.MGM, T.DATA)]:
+            start(n)
+        cluster.discover()

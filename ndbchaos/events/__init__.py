@@ -1,0 +1,95 @@
+"""Log event readers: turn engine logs into events on one schema.
+
+Every event is a dict that starts with
+
+    {"time": "<ISO 8601>" | None, "reporter": int | None, "node": int | None, "kind": "<kind>", ...}
+
+followed by kind-specific fields (``count`` of a missed heartbeat, ``phase``/``start_type`` of a
+start phase, ``exit_code`` of a forced shutdown, ``arbitrator`` of an arbitration result, ...)
+and three common ones: ``severity`` (log level), ``source`` (cluster_log | node_log | mgm_client |
+error_log | text) and ``text`` (the event text as logged).
+
+``time`` is the log's own wall-clock stamp, without a zone (NDB and MariaDB containers log in
+UTC unless TZ is set); ``time_to_epoch`` converts it for the run clock (``RunClock.from_wall``).
+
+API (used by the report, the scenarios and ``ndbchaos events``):
+
+    parse_line(line, engine="ndb", reporter=None, keep_other=False) -> dict | None
+    parse_lines(lines, engine="ndb", reporter=None, keep_other=False) -> Iterator[dict]
+    parse_file(path, engine="ndb", reporter=None, keep_other=False) -> Iterator[dict]
+    KINDS[engine] -> tuple of kinds the engine's reader produces
+
+``parse_line`` sees one line only; multi-line records (Galera views and quorum results, NDB
+error reports) need ``parse_lines``/``parse_file``. Unknown lines are skipped, or returned as
+kind ``other`` with ``keep_other=True``; no input line ever raises.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as _dt
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from ..errors import UsageError
+from . import galera as _galera
+from . import ndb as _ndb
+
+ENGINES = ("ndb", "galera")
+KINDS = {"ndb": _ndb.KINDS, "galera": _galera.KINDS}
+
+
+def _check(engine: str) -> str:
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r} for events (expected ndb or galera)")
+    return engine
+
+
+def parse_line(line: str, engine: str = "ndb", reporter: int | None = None, keep_other: bool = False) -> dict | None:
+    if _check(engine) == "ndb":
+        return _ndb.parse_line(line, reporter=reporter, keep_other=keep_other)
+    return _galera.parse_line(line, keep_other=keep_other)
+
+
+def parse_lines(lines: Iterable[str], engine: str = "ndb", reporter: int | None = None,
+                keep_other: bool = False) -> Iterator[dict]:
+    if _check(engine) == "ndb":
+        return _ndb.parse_lines(lines, reporter=reporter, keep_other=keep_other)
+    return _galera.parse_lines(lines, keep_other=keep_other)
+
+
+def parse_file(path: str | Path, engine: str = "ndb", reporter: int | None = None,
+               keep_other: bool = False) -> Iterator[dict]:
+    """Events of a log file, in file order. Raises UsageError (one line) when the file cannot be
+    opened; undecodable bytes are replaced, never fatal."""
+    _check(engine)
+    p = Path(path)
+    try:
+        fh = open(p, "r", encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise UsageError(f"cannot read {p}: {e.strerror or e}") from None
+    if p.is_dir():
+        fh.close()
+        raise UsageError(f"cannot read {p}: is a directory")
+
+    def gen():
+        with fh:
+            yield from parse_lines(fh, engine, reporter=reporter, keep_other=keep_other)
+
+    return gen()
+
+
+def time_to_epoch(iso: str | None) -> float | None:
+    """Seconds since the epoch of an event's ``time``, read as UTC."""
+    if not iso:
+        return None
+    try:
+        d = _dt.datetime.fromisoformat(iso)
+    except ValueError:
+        return None
+    if d.tzinfo is not None:
+        return d.timestamp()
+    return calendar.timegm(d.timetuple()) + d.microsecond / 1e6
+
+
+__all__ = ["ENGINES", "KINDS", "parse_line", "parse_lines", "parse_file", "time_to_epoch"]

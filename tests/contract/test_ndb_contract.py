@@ -1,0 +1,149 @@
+"""Contract suite for the NDB engine against a real MySQL NDB Cluster image.
+
+Runs only when the image is present locally (``NDBCHAOS_NDB_IMAGE``, default
+container-registry.oracle.com/mysql/community-cluster:8.4); otherwise every test is reported as
+skipped with the reason and how to get the image. Nothing here pulls, builds or imitates NDB.
+
+    .venv/bin/pytest tests/contract -m ndb_contract -rs
+
+What it checks, on the default layout (2 mgmd, 4 ndbmtd in 2 node groups, 2 mysqld):
+readiness and status (all data nodes started, every SQL node sees them in ndbinfo.nodes, one
+agreed arbitrator = mgm1 by ArbitrationRank), SQL through both SQL nodes on an NDBCLUSTER table,
+the cluster log parsed into events, then SIGKILL of one data node against
+``expectation("datanode_loss")``: detected within its bound, survivors serve, the expected cluster
+log events, node restart within the recovery bound.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from ndbchaos import runtime
+from ndbchaos.engines import get_engine
+from ndbchaos.engines.ndb import NdbEngine, missing_image_message
+from ndbchaos.events import KINDS
+
+pytestmark = [pytest.mark.ndb_contract, pytest.mark.docker]
+
+
+def _require_image() -> None:
+    ok, why = runtime.docker_available()
+    if not ok:
+        pytest.skip(f"no Docker engine answers: {why}")
+    image = NdbEngine().image({})
+    if not runtime.image_present(image):
+        pytest.skip(missing_image_message(image))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    _require_image()
+    from ndbchaos.cluster import Cluster
+    cl = Cluster(get_engine("ndb"), {})
+    try:
+        cl.up(timeout=900)
+        yield cl
+    finally:
+        cl.down()
+
+
+@pytest.fixture(scope="module")
+def follower(cluster):
+    return cluster.engine.cluster_log_follower(cluster)
+
+
+def _sql(cluster, node_name: str, statements: list[str]):
+    from ndbchaos.sqlconn import connect
+    eng = cluster.engine
+    node = cluster.topology.node(node_name)
+    conn = connect(node.sql_port, eng.sql_user, eng.sql_password, eng.sql_database,
+                   connect_timeout=5, read_timeout=30, write_timeout=30)
+    try:
+        cur = conn.cursor()
+        rows = None
+        for s in statements:
+            cur.execute(s)
+            rows = cur.fetchall() if cur.with_rows else rows
+        return rows
+    finally:
+        conn.close()
+
+
+def test_readiness_and_status(cluster):
+    st = cluster.status()
+    assert st.healthy, st.problems
+    s = st.summary
+    assert s["data_started"] == 4 and s["expected_members"] == 4
+    assert s["arbitrator_agreed"] and s["arbitrator"] == 1 and s["arbitrator_node"] == "mgm1"
+    assert {int(k): sorted(v) for k, v in s["nodegroups"].items()} == {0: [11, 12], 1: [13, 14]}
+    assert s["master"] in (11, 12, 13, 14)
+    assert sorted(s["sql_answering"]) == ["sql1", "sql2"]
+    for n in st.nodes:
+        assert n.healthy, n
+    assert {n.node for n in st.nodes if n.role == "sql" and n.state == "ready"} == {"sql1", "sql2"}
+
+
+def test_mgm_report_live(cluster):
+    rep, source = cluster.engine.mgm_report(cluster)
+    assert rep is not None and source in ("mgm1", "mgm2")
+    assert [n.node_id for n in rep.data_nodes] == [11, 12, 13, 14]
+    assert all(n.started and n.version for n in rep.data_nodes)
+    assert rep.nodegroups() == {0: [11, 12], 1: [13, 14]} and rep.master is not None
+    assert rep.errors == []
+
+
+def test_sql_on_both_sql_nodes(cluster):
+    t = "contract_" + uuid.uuid4().hex[:8]
+    _sql(cluster, "sql1", [f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE=NDBCLUSTER",
+                           f"INSERT INTO {t} VALUES (1, 10), (2, 20)"])
+    rows = _sql(cluster, "sql2", [f"SELECT SUM(v) FROM {t}"])
+    assert int(rows[0][0]) == 30
+    _sql(cluster, "sql2", [f"DROP TABLE {t}"])
+
+
+def test_cluster_log_events(cluster, follower):
+    evs = follower.poll()
+    assert not follower.errors, follower.errors
+    kinds = {e["kind"] for e in evs}
+    assert kinds <= set(KINDS["ndb"])
+    started = {e["node"] for e in evs if e["kind"] == "node_started"}
+    assert started >= {11, 12, 13, 14}, sorted(kinds)
+    assert any(e["kind"] == "start_phase_completed" and e["start_type"] == "initial start" for e in evs)
+
+
+def test_kill_one_data_node_matches_expectation(cluster, follower):
+    eng = cluster.engine
+    follower.poll()  # start from here
+    exp = eng.expectation("datanode_loss", cluster, nodes=["data1"])
+    assert exp.cluster_survives and exp.survivors_serve
+    victim = cluster.topology.node("data1")
+    t0 = time.monotonic()
+    cluster.container(victim).kill(signal="SIGKILL")
+    st, took = cluster.wait_for(lambda s: eng.loss_detected(s, ["data1"]), timeout=exp.detection_bound_s + 30,
+                                poll=0.25, what="loss of data1 detected")
+    assert took <= exp.detection_bound_s, f"detected after {took:.1f}s, bound {exp.detection_bound_s:.1f}s"
+    assert st.summary["data_started"] == 3
+    # survivors serve through both SQL nodes
+    for sql in ("sql1", "sql2"):
+        assert _sql(cluster, sql, ["SELECT COUNT(*) FROM ndbinfo.nodes"])[0][0] == 3
+    time.sleep(2)
+    evs = follower.poll()
+    got = {(e["kind"], e.get("node")) for e in evs}
+    assert ("node_disconnected", 11) in got or ("communication_closed", 11) in got, sorted(got)
+    assert any(k == "arbitration_check_won" for k, _ in got), sorted(got)
+    assert ("node_failure_completed", 11) in got, sorted(got)
+
+    t1 = time.monotonic()
+    eng.recover_nodes(cluster, [victim])
+    cluster.wait_healthy(exp.recovery_bound_s)
+    recovered = time.monotonic() - t1
+    assert recovered <= exp.recovery_bound_s
+    evs = follower.poll()
+    assert any(e["kind"] == "start_phase_completed" and e["node"] == 11 and e["start_type"] == "node restart"
+               for e in evs), [e["text"] for e in evs][:20]
+    assert any(e["kind"] == "node_started" and e["node"] == 11 for e in evs)
+    print(f"kill->detected {took:.1f}s (bound {exp.detection_bound_s:.1f}s); node restart {recovered:.1f}s "
+          f"(bound {exp.recovery_bound_s:.0f}s); total {time.monotonic() - t0:.1f}s")

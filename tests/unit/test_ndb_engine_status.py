@@ -1,0 +1,201 @@
+"""NdbEngine.status / recover_nodes / start order without Docker: fake containers, ndb_mgm output
+built from the print_nodes/print_status formats, ndbinfo rows as the SQL nodes would return them."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from ndbchaos import topology as T
+from ndbchaos.clock import RunClock
+from ndbchaos.engines.ndb import CLUSTERLOG, NdbEngine
+
+V = "8.4.7-ndb-8.4.7"
+
+
+class FakeContainer:
+    def __init__(self, name, status="running"):
+        self.name, self.status = name, status
+        self.attrs = {"State": {"StartedAt": "t0"}}
+        self.actions = []
+
+    def reload(self):
+        pass
+
+    def start(self):
+        self.actions.append("start")
+        self.status = "running"
+        self.attrs["State"]["StartedAt"] = "t1"
+
+    def unpause(self):
+        self.actions.append("unpause")
+        self.status = "running"
+
+
+def make(states=None):
+    nodes = [T.Node("mgm1", T.MGM, "c-mgm1", nodeid=1), T.Node("mgm2", T.MGM, "c-mgm2", nodeid=2)]
+    for i, (nid, ng) in enumerate([(11, 0), (12, 0), (13, 1), (14, 1)], 1):
+        nodes.append(T.Node(f"data{i}", T.DATA, f"c-data{i}", nodeid=nid, nodegroup=ng))
+    nodes += [T.Node("sql1", T.SQL, "c-sql1", nodeid=21, serves_sql=True, sql_port=40001),
+              T.Node("sql2", T.SQL, "c-sql2", nodeid=22, serves_sql=True, sql_port=40002)]
+    topo = T.Topology("p", "ndb", nodes)
+    containers = {n.name: FakeContainer(n.name, (states or {}).get(n.name, "running")) for n in nodes}
+    cl = SimpleNamespace(topology=topo, options={}, clock=RunClock(), containers=containers, composed=[])
+    cl.container = lambda n: containers[n.name if isinstance(n, T.Node) else n]
+    cl.discover = lambda: topo
+    cl.compose = lambda *a, **k: cl.composed.append(a)
+    return cl
+
+
+def show_text(data_status: dict, mgm2=True):
+    lines = ["Connected to Management Server at: 127.0.0.1:1186 (using cleartext)", "Cluster Configuration",
+             "---------------------", "[ndbd(NDB)]\t4 node(s)"]
+    for nid, ng in [(11, 0), (12, 0), (13, 1), (14, 1)]:
+        st = data_status.get(nid, "started")
+        if st == "not connected":
+            lines.append(f"id={nid} (not connected, accepting connect from 10.213.77.{100 + nid})")
+        else:
+            extra = "" if st == "started" else f", {st}"
+            star = ", *" if nid == 11 else ""
+            lines.append(f"id={nid}\t@10.213.77.{100 + nid}  ({V}{extra}, Nodegroup: {ng}{star})")
+    lines += ["", "[ndb_mgmd(MGM)]\t2 node(s)", f"id=1\t@10.213.77.101  ({V})",
+              f"id=2\t@10.213.77.102  ({V})" if mgm2 else "id=2 (not connected, accepting connect from 10.213.77.102)",
+              "", "[mysqld(API)]\t6 node(s)", f"id=21\t@10.213.77.121  ({V})", f"id=22\t@10.213.77.122  ({V})",
+              "id=31 (not connected, accepting connect from any host)", "",
+              "Connected to Management Server at: 127.0.0.1:1186 (using cleartext)"]
+    for nid in (11, 12, 13, 14):
+        st = data_status.get(nid, "started")
+        if st == "not connected":
+            lines.append(f"Node {nid}: not connected")
+        elif st == "starting":
+            lines.append(f"Node {nid}: starting (Last completed phase 5) ({V})")
+        else:
+            lines.append(f"Node {nid}: {st} ({V})")
+    return "\n".join(lines) + "\n"
+
+
+def rows(ids):
+    return [{"node_id": i, "uptime": 100, "status": "STARTED", "start_phase": 0, "config_generation": 1} for i in ids]
+
+
+ARB = [{"arbitrator": 1, "arb_ticket": "1a2b", "arb_connected": "Yes", "consensus_count": 4}]
+MEMB = [{"node_id": i, "president": 11, "arbitrator": 1} for i in (11, 12, 13, 14)]
+
+
+def engine(cl, mgm_out=None, probe=None, calls=None):
+    eng = NdbEngine()
+    calls = calls if calls is not None else []
+
+    def fake_exec(cluster, node, cmd, timeout=10):
+        calls.append((node.name, cmd))
+        if cl.containers[node.name].status != "running":
+            return -1, "not running"
+        text = " ".join(cmd) if isinstance(cmd, list) else cmd
+        if "CLUSTERLOG" in text:
+            return 0, "Connected to Management Server at: 127.0.0.1:1186\nExecuting CLUSTERLOG STARTUP=15 on node 11 OK!\n"
+        if node.role == T.MGM:
+            return (0, mgm_out) if mgm_out is not None else (-1, "Unable to connect")
+        return 0, "0\n" if "skip_networking" in text else ""
+
+    eng._exec = fake_exec
+    eng.sql_probe = probe or (lambda node, full=False: {"nodes": rows([11, 12, 13, 14]),
+                                                        **({"arbitrator": ARB, "membership": MEMB} if full else {})})
+    return eng
+
+
+def test_healthy_status():
+    cl = make()
+    st = engine(cl, show_text({})).status(cl)
+    assert st.healthy, st.problems
+    s = st.summary
+    assert s["arbitrator"] == 1 and s["arbitrator_node"] == "mgm1" and s["arbitrator_agreed"]
+    assert s["master"] == 11 and s["president"] == 11 and s["data_started"] == 4 and s["mgm_source"] == "mgm1"
+    assert s["nodegroups"] == {0: [11, 12], 1: [13, 14]}
+    d1 = st.node("data1")
+    assert d1.state == "started" and d1.details["source"] == "ndb_mgm" and d1.details["master"]
+    assert st.node("sql2").state == "ready" and st.node("mgm1").details["arbitrator"]
+
+
+def test_one_data_node_killed():
+    cl = make({"data1": "exited"})
+    eng = engine(cl, show_text({11: "not connected"}),
+                 probe=lambda node, full=False: {"nodes": rows([12, 13, 14]),
+                                                 **({"arbitrator": ARB, "membership": MEMB} if full else {})})
+    st = eng.status(cl)
+    assert not st.healthy
+    assert st.node("data1").state == "not connected" and st.node("data1").container == "exited"
+    assert st.node("sql1").state == "partial cluster"
+    assert any(p.startswith("data1: not connected") for p in st.problems)
+    assert eng.loss_detected(st, ["data1"]) and st.summary["data_started"] == 3
+
+
+def test_starting_node_shows_phase():
+    cl = make()
+    st = engine(cl, show_text({12: "starting"})).status(cl)
+    assert st.node("data2").state == "starting (phase 5)" and not st.node("data2").healthy
+
+
+def test_no_management_server_falls_back_to_ndbinfo():
+    cl = make({"mgm1": "exited", "mgm2": "exited"})
+    noarb = lambda node, full=False: {"nodes": rows([11, 12, 13, 14]),  # noqa: E731
+                                      **({"arbitrator": [], "membership": MEMB} if full else {})}
+    st = engine(cl, None, probe=noarb).status(cl)
+    assert st.node("data1").healthy and st.node("data1").details["source"] == "ndbinfo"
+    assert "no management server answers ndb_mgm" in st.problems
+    assert any("no agreed arbitrator" in p for p in st.problems)
+    assert st.summary["arbitrator"] is None and st.node("mgm1").state == "down"
+
+
+def test_sql_node_down():
+    cl = make({"sql2": "exited"})
+    st = engine(cl, show_text({})).status(cl)
+    assert st.node("sql2").state == "down" and not st.node("sql2").healthy
+    assert st.node("sql1").healthy and st.summary["sql_answering"] == ["sql1"]
+
+
+def test_recover_single_data_node_is_a_node_restart():
+    cl = make({"data1": "exited"})
+    engine(cl, show_text({})).recover_nodes(cl, [cl.topology.node("data1")])
+    assert cl.containers["data1"].actions == ["start"]
+    assert all(not cl.containers[n].actions for n in ("data2", "data3", "data4"))
+
+
+def test_recover_when_all_data_nodes_are_down_is_a_system_restart():
+    cl = make({f"data{i}": "exited" for i in range(1, 5)})
+    engine(cl, show_text({})).recover_nodes(cl, [cl.topology.node("data3")])
+    assert all(cl.containers[f"data{i}"].actions == ["start"] for i in range(1, 5))
+
+
+def test_recover_mgm_first_and_reapplies_clusterlog():
+    cl = make({"mgm1": "exited", "sql1": "paused"})
+    calls = []
+    eng = engine(cl, show_text({}), calls=calls)
+    eng.recover_nodes(cl, [cl.topology.node("sql1"), cl.topology.node("mgm1")])
+    assert cl.containers["mgm1"].actions == ["start"] and cl.containers["sql1"].actions == ["unpause"]
+    assert any(n == "mgm1" and CLUSTERLOG in " ".join(c) for n, c in calls)
+
+
+def test_status_reapplies_clusterlog_after_a_mgm_restart():
+    cl = make()
+    calls = []
+    eng = engine(cl, show_text({}), calls=calls)
+    eng._clusterlog_applied = {"mgm1": "t0", "mgm2": "t0"}
+    cl.containers["mgm2"].attrs["State"]["StartedAt"] = "t9"  # restarted behind our back
+    eng.status(cl)
+    assert [n for n, c in calls if CLUSTERLOG in " ".join(c)] == ["mgm2"]
+
+
+def test_start_order(monkeypatch):
+    cl = make()
+    order = []
+    eng = engine(cl, show_text({}))
+    cl.compose = lambda *a, **k: order.append(a[-1] if a[-1].startswith(("mgm", "data", "sql")) else a)
+    cl.wait_healthy = lambda timeout: order.append("healthy") or eng.status(cl)
+    monkeypatch.setattr(eng, "_check_subnet_free", lambda cluster: None)
+    eng.start(cl)
+    assert order == ["mgm2", "data4", "sql2", "healthy"]  # last service of each compose call: mgm, data, sql
+
+
+@pytest.mark.parametrize("text", ["", "Unable to connect with connect string: nodeid=0,127.0.0.1:1186"])
+def test_mgm_report_none_when_nothing_answers(text):
+    cl = make()
+    assert engine(cl, text).mgm_report(cl) == (None, None)

@@ -1,0 +1,181 @@
+"""NdbEngine.expectation on the default and small layouts (no Docker: a topology built from the
+shipped config files), and the arbitration check of reference/ndb.md 5.1."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from ndbchaos import topology as T
+from ndbchaos.clock import RunClock
+from ndbchaos.engines import ndb as ndbeng
+from ndbchaos.engines.base import ClusterStatus, NodeStatus
+from ndbchaos.engines.ndb import FAMILIES, NdbEngine, arbitration_check
+from ndbchaos.errors import UsageError
+
+ROLE = {"MGM": T.MGM, "NDB": T.DATA, "API": T.SQL}
+
+
+def fake_cluster(layout="default"):
+    eng = NdbEngine()
+    opts = {"ndb_layout": layout}
+    cfg = eng.config(opts)
+    names = {"MGM": "mgm", "NDB": "data", "API": "sql"}
+    counters: dict[str, int] = {}
+    nodes = []
+    for n in cfg.nodes:
+        if n.type == "API" and not n.hostname:
+            continue  # spare slots have no container
+        counters[n.type] = counters.get(n.type, 0) + 1
+        name = f"{names[n.type]}{counters[n.type]}"
+        nodes.append(T.Node(name=name, role=ROLE[n.type], container=f"p-{name}-1", nodeid=n.node_id,
+                            nodegroup=n.nodegroup, serves_sql=n.type == "API", sql_port=None))
+    topo = T.Topology("p", "ndb", nodes)
+    return eng, SimpleNamespace(topology=topo, options=opts, clock=RunClock())
+
+
+def test_arbitration_check_rules():
+    groups = {0: {11, 12}, 1: {13, 14}}
+    alive = {11, 12, 13, 14}
+    assert arbitration_check(groups, alive, {12, 13, 14}) == (
+        "win", "Arbitration check won - all node groups and more than 1/2 nodes left")
+    assert arbitration_check(groups, alive, {12, 14})[0] == "arbitrate"
+    assert arbitration_check(groups, alive, {13, 14}) == ("lose", "Arbitration check lost - missing node group")
+    assert arbitration_check(groups, alive, {14}) == ("lose", "Arbitration check lost - missing node group")
+    assert arbitration_check({0: {2, 3}}, {2, 3}, {3}) == ("arbitrate", "Network partitioning - arbitration required")
+    # sequential: after the first loss, 2 of the 3 live nodes are more than half
+    assert arbitration_check(groups, {12, 13, 14}, {12, 14})[0] == "win"
+    three = {0: {1, 2, 3}}  # NoOfReplicas=3: a full node group with less than half of the live nodes
+    assert arbitration_check(three, {1, 2, 3}, {1}) == ("lose", "Arbitration check lost - less than 1/2 nodes left")
+
+
+def test_every_family_has_an_expectation_on_the_default_layout():
+    eng, cl = fake_cluster()
+    for fam in FAMILIES:
+        e = eng.expectation(fam, cl)
+        assert e.family == fam and e.rule.startswith("reference/ndb.md") and e.detection_bound_s > 0
+        assert e.recovery in ("node_restart", "system_restart") and e.recovery_bound_s > 0
+        assert e.details["timing"]["heartbeat_db_s"] == 1.0
+
+
+def test_datanode_loss_default_survives_without_arbitration():
+    eng, cl = fake_cluster()
+    e = eng.expectation("datanode_loss", cl)
+    assert e.cluster_survives and e.survivors_serve and e.recovery == "node_restart"
+    assert "more than 1/2" in e.rule and "arbitrator" not in e.rule
+    assert e.details["lost"] == ["data1"] and e.details["survivors"] == ["data2", "data3", "data4"]
+    # 5 x HeartbeatIntervalDbDb (1 s) + slack; no ArbitrationTimeout
+    assert e.detection_bound_s == pytest.approx(5 * 1.0 + ndbeng.OBSERVATION_SLACK)
+    assert e.recovery_bound_s == pytest.approx(ndbeng.NDBT_WAIT_CLUSTER_STARTED + ndbeng.CONTAINER_START_SLACK)
+
+
+def test_datanode_loss_small_layout_needs_the_arbitrator():
+    eng, cl = fake_cluster("small")
+    e = eng.expectation("datanode_loss", cl)
+    assert e.cluster_survives and "arbitration required" in e.rule and "arbitrator node 1" in e.rule
+    assert e.detection_bound_s == pytest.approx(5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert "arbitration_won" in e.details["expected_events"]
+    # the management node was lost first: nobody can say yes
+    e = eng.expectation("datanode_loss", cl, arbitrator=None)
+    assert not e.cluster_survives and e.recovery == "system_restart" and e.details["exit_code"] == 2305
+
+
+def test_two_datanodes_different_node_groups():
+    eng, cl = fake_cluster()
+    e = eng.expectation("two_datanodes_different_ng", cl)
+    assert e.cluster_survives and e.details["lost"] == ["data1", "data3"]
+    assert "arbitration required" in e.rule and "TwoNodeFailure" in e.rule
+    seq = eng.expectation("two_datanodes_different_ng", cl, nodes=["data2", "data4"], simultaneous=False)
+    assert seq.cluster_survives and all("won" in s["check"] for s in seq.details["decision"])
+    with pytest.raises(UsageError):
+        eng.expectation("two_datanodes_different_ng", cl, nodes=["data1", "data2"])
+    with pytest.raises(UsageError):
+        eng.expectation("two_datanodes_different_ng", fake_cluster("small")[1])
+
+
+def test_nodegroup_loss_is_a_cluster_failure():
+    eng, cl = fake_cluster()
+    e = eng.expectation("nodegroup_loss", cl, nodegroup=1)
+    assert not e.cluster_survives and not e.survivors_serve and e.recovery == "system_restart"
+    assert "missing node group" in e.rule
+    assert e.details["shut_down"] == ["data1", "data2"] and e.details["client_errors"]["expected"] == [4009]
+    assert e.recovery_bound_s == pytest.approx(120 + 60 + 60 + ndbeng.CONTAINER_START_SLACK)
+    with pytest.raises(UsageError):
+        eng.expectation("nodegroup_loss", cl, nodegroup=5)
+
+
+def test_partitions():
+    eng, cl = fake_cluster()
+    e = eng.expectation("partition_halves_arbitrator_side", cl)
+    assert e.cluster_survives and e.details["winners"] == ["data1", "data3"]
+    assert e.details["losers"] == ["data2", "data4"] and e.details["loser_exit_code"] == 2305
+    assert e.details["arbitrator"] == 1 and e.details["arbitrator_node"] == "mgm1"
+    assert e.detection_bound_s == pytest.approx(5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    iso = eng.expectation("arbitrator_isolated", cl)
+    assert not iso.cluster_survives and iso.details["exit_code"] == 2305 and iso.recovery == "system_restart"
+    assert iso.details["shut_down"] == ["data1", "data2", "data3", "data4"]
+    with pytest.raises(UsageError):  # not an even split with every node group on both sides
+        eng.expectation("partition_halves_arbitrator_side", cl, side=["data1", "data2"])
+
+
+def test_management_node_losses():
+    eng, cl = fake_cluster()
+    e = eng.expectation("mgmnode_loss", cl)
+    assert e.cluster_survives and e.survivors_serve
+    assert e.details["lost"] == ["mgm1"] and e.details["arbitrator_after"] == 2
+    assert e.details["arbitrator_after_node"] == "mgm2" and "arbitrator_started" in e.details["expected_events"]
+    e2 = eng.expectation("mgmnode_loss", cl, nodes=["mgm2"])
+    assert e2.details["arbitrator_after"] == 1 and e2.details["expected_events"] == []
+    a = eng.expectation("all_mgmnodes_loss", cl)
+    assert a.cluster_survives and a.details["arbitrator_after"] is None and "without an arbitrator" in a.rule
+    small = eng.expectation("mgmnode_loss", fake_cluster("small")[1])
+    assert small.details["arbitrator_after"] is None and "runs without one" in small.rule
+
+
+def test_sqlnode_loss():
+    eng, cl = fake_cluster()
+    e = eng.expectation("sqlnode_loss", cl)
+    assert e.survivors_serve and e.details["lost"] == ["sql1"] and e.details["unaffected"] == ["sql2"]
+    assert e.detection_bound_s == pytest.approx(5 * 1.5 + ndbeng.OBSERVATION_SLACK)
+    assert e.recovery_bound_s == pytest.approx(60 + 60 + ndbeng.CONTAINER_START_SLACK)
+    only = eng.expectation("sqlnode_loss", fake_cluster("small")[1])
+    assert not only.survivors_serve and only.cluster_survives
+
+
+def test_unknown_family_and_node():
+    eng, cl = fake_cluster()
+    with pytest.raises(UsageError):
+        eng.expectation("meteor_strike", cl)
+    with pytest.raises(UsageError):
+        eng.expectation("datanode_loss", cl, nodes=["data9"])
+    e = eng.expectation("datanode_loss", cl, nodes=[cl.topology.node("data4")])  # Node objects work too
+    assert e.details["lost"] == ["data4"]
+
+
+def test_loss_detected():
+    eng = NdbEngine()
+
+    def st(healthy: dict):
+        nodes = [NodeStatus(n, T.DATA if n.startswith("data") else T.SQL, "running", "x", ok, {})
+                 for n, ok in healthy.items()]
+        return ClusterStatus(0.0, nodes, False, [], {})
+
+    assert eng.loss_detected(st({"data1": False, "data2": True, "data3": True, "data4": True}), ["data1"])
+    assert not eng.loss_detected(st({"data1": False, "data2": False, "data3": True, "data4": True}), ["data1"])
+    assert not eng.loss_detected(st({"data1": True, "data2": True, "data3": True, "data4": True}), ["data1"])
+    assert eng.loss_detected(st({"data1": True, "data2": True, "sql1": False}), ["sql1"])
+
+
+def test_engine_surface():
+    eng = NdbEngine()
+    assert eng.sql_roles == ("sql",) and eng.table_engine == "NDBCLUSTER" and eng.name == "ndb"
+    assert eng.compose_profiles({}) == []
+    assert eng.services({}) == {"mgm": ["mgm1", "mgm2"], "data": ["data1", "data2", "data3", "data4"],
+                                "sql": ["sql1", "sql2"]}
+    assert eng.services({"ndb_layout": "small"})["data"] == ["data1", "data2"]
+    assert eng.compose_files({"ndb_layout": "small"})[0].name == "ndb-small.yml"
+    env = eng.compose_env({"ports": {"sql1": 13306}})
+    assert env["NDBCHAOS_PORT_SQL1"] == "13306" and env["NDBCHAOS_NDB_SUBNET"] == "10.213.77"
+    with pytest.raises(UsageError):
+        eng.layout({"ndb_layout": "huge"})
+    cl = fake_cluster()[1]
+    assert eng.expected_members(cl) == 4
