@@ -196,7 +196,7 @@ class Cluster:
                 problems.append(f"{f.kind}: {e}")
         return problems
 
-    def reset(self, timeout: float = 180) -> ClusterStatus:
+    def reset(self, timeout: float = 300) -> ClusterStatus:
         """Back to healthy between scenarios: heal faults, unpause, restart dead nodes, wait."""
         problems = self.heal_all()
         for c in runtime.project_containers(self.project):

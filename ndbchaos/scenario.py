@@ -54,6 +54,14 @@ def attach_text(text: str, name: str) -> None:
         allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
 
 
+def _md(text) -> str:
+    """Text safe inside a Markdown table cell."""
+    s = str(text)
+    for ch in "\\*_`|<>[]":
+        s = s.replace(ch, "\\" + ch)
+    return s
+
+
 @dataclass
 class Measurement:
     name: str
@@ -103,6 +111,8 @@ class ScenarioRun:
         self.result: Result | None = None
         self._load_running = False
         self._t0 = self.clock.now()
+        if allure and title:
+            allure.dynamic.title(title)
 
     # -- phases -------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -183,6 +193,10 @@ class ScenarioRun:
             self.result = Result(history, verdict, self.measurements, windows, self.phases,
                                  self.status_before, self.status_after)
             self._measure_availability(verdict)
+            try:
+                self.result.events = self.cluster.engine.collect_events(self.cluster, self._t0)
+            except Exception as e:  # logs are evidence, not a precondition
+                log.warning("collecting engine log events failed: %s", e)
         self.attach()
         return self.result
 
@@ -192,9 +206,12 @@ class ScenarioRun:
         if "longest_outage_s" in d:
             self.measure("outage (all SQL nodes)", d["longest_outage_s"], "s",
                          note="longest time with no successful operation on any SQL node")
+        targets = {t for w in self.cluster.fault_windows if w.start is not None and w.start >= self._t0
+                   for t in w.targets}
         for node, nd in sorted((d.get("per_node") or {}).items()):
             self.measure(f"outage on {node}", nd.get("longest_outage_s", 0.0), "s",
-                         note="longest time with no successful operation on this SQL node")
+                         note="longest time with no successful operation on this SQL node"
+                         + ("; a fault target, so its own downtime is included" if node in targets else ""))
         if d.get("throughput_recovered_s") is not None:
             self.measure("throughput back to 90%", d["throughput_recovered_s"], "s",
                          note="after the last heal, until throughput is back to 90% of baseline")
@@ -211,7 +228,7 @@ class ScenarioRun:
         from .report.plot import timeline_png
         attach_json(r.status_after, "node states after")
         rows = "\n".join(
-            f"| {m.name} | {m.value} {m.unit} | {'' if m.bound is None else f'{m.bound:g} {m.unit}'} | {m.note} |"
+            f"| {m.name} | {_md(f'{m.value} {m.unit}')} | {'' if m.bound is None else f'{m.bound:g} {m.unit}'} | {_md(m.note)} |"
             for m in r.measurements.values())
         allure.dynamic.description(
             (self.title + "\n\n" if self.title else "")
@@ -222,7 +239,7 @@ class ScenarioRun:
                 allure.dynamic.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value)
         try:
             png = timeline_png(r.history, r.windows, self.observer.lanes(),
-                               title=self.title or self.workload.name)
+                               title=self.title or self.workload.name, events=r.events, phases=r.phases)
             allure.attach(png, name="timeline", attachment_type=allure.attachment_type.PNG)
         except Exception as e:  # a plot failure must not hide the verdict
             attach_text(f"timeline plot failed: {e}", "timeline error")
@@ -231,6 +248,7 @@ class ScenarioRun:
         attach_json({k: m.__dict__ for k, m in r.measurements.items()}, "measurements")
         attach_json(self.observer.to_json(), "status samples")
         attach_json(self.cluster.events, "framework events")
+        attach_json(r.events, f"{self.cluster.engine.name} log events")
         import io
         buf = io.StringIO()
         r.history.dump(buf)

@@ -397,6 +397,16 @@ class NdbEngine(Engine):
             log.warning("CLUSTERLOG levels not applied on %s: %s", node.name, out.strip()[-200:])
         return ok
 
+    def collect_events(self, cluster, since: float) -> list[dict]:
+        """The cluster log of the first management node that answers (it holds every node's
+        events, reporter included), from run time ``since``."""
+        for mgm in sorted(cluster.topology.role(T.MGM), key=lambda n: n.nodeid or 0):
+            follower = self.cluster_log_follower(cluster, mgm)
+            events = follower.poll()
+            if events or not follower.errors:
+                return [e for e in events if e.get("t") is None or e["t"] >= since - 1]
+        return []
+
     def cluster_log_follower(self, cluster, node: T.Node | None = None, keep_other: bool = False):
         """A follower of a management node's cluster log (see ndbchaos.ndb.clusterlog)."""
         from ..ndb.clusterlog import ClusterLogFollower

@@ -18,8 +18,19 @@ def _colour(kind: str) -> str:
     return "#DDDDDD"
 
 
+#: engine log events drawn as markers on their node's lane (the rest are in the attachment)
+MARKED_KINDS = {
+    "view_change": "v", "non_primary": "x", "suspect": "1", "declared_dead": "x", "node_failed": "x",
+    "node_disconnected": "x", "arbitration_won": "^", "arbitration_lost": "v",
+    "arbitration_check_won": "^", "arbitration_check_lost": "v", "arbitration_required": "d",
+    "forced_shutdown": "X", "node_started": "o", "synced": "o", "state_transfer_complete": "s",
+    "ist_received": "s", "sst_received": "s", "arbitrator_lost": "x", "arbitrator_started": "o",
+}
+
+
 def timeline_png(history, windows: list[dict], lanes: dict[str, list] | None = None,
-                 bucket: float = 0.25, title: str = "") -> bytes:
+                 bucket: float = 0.25, title: str = "", events: list[dict] | None = None,
+                 phases: list[dict] | None = None) -> bytes:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -86,10 +97,21 @@ def timeline_png(history, windows: list[dict], lanes: dict[str, list] | None = N
                 ax_l.barh(k, t2 - t, left=t, height=0.7, color=STATE_COLOURS[bool(healthy)], edgecolor="white")
                 if t2 - t > (t_end - t_start) * 0.04:
                     ax_l.text(t + 0.1, k, label, va="center", fontsize=7)
+        row = {nd: k for k, nd in enumerate(names)}
+        for ev in events or []:
+            mk = MARKED_KINDS.get(ev.get("kind"))
+            t = ev.get("t")
+            if mk and t is not None and ev.get("log") in row and t_start <= t <= t_end:
+                ax_l.plot([t], [row[ev["log"]] + 0.38], marker=mk, color="black", ms=4, ls="none")
         ax_l.set_yticks(range(len(names)))
         ax_l.set_yticklabels(names, fontsize=8)
         ax_l.set_ylabel("node state")
-    axes[-1].set_xlabel("seconds on the run clock")
+    for ph in phases or []:
+        if ph.get("start") is not None:
+            for ax in axes:
+                ax.axvline(ph["start"], color="#888888", lw=0.6, ls="--")
+            ax_tp.text(ph["start"], 0, f" {ph['name']}", fontsize=7, color="#555555", va="bottom")
+    axes[-1].set_xlabel("seconds on the run clock (markers: engine log events)")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
