@@ -4,11 +4,15 @@
 # Each image is tagged with a content hash of its recipe (this file + the package list), so an
 # image is rebuilt exactly when its recipe changes and reused otherwise.
 #
-#   cluster/images/build.sh [galera|tools|all]      build what is missing
-#   cluster/images/build.sh --tag NAME              print the tag the recipe gives NAME
+# The toxiproxy image is the exception: a static Go binary (toxiproxy-server, pinned below, built
+# with `go install` and CGO_ENABLED=0) imported alone into an otherwise empty image (FROM scratch).
+#
+#   cluster/images/build.sh [galera|tools|toxiproxy|all]   build what is missing
+#   cluster/images/build.sh --tag NAME                     print the tag the recipe gives NAME
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mirror=${NDBCHAOS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+toxiproxy_version=v2.12.0
 
 packages() {
   case "$1" in
@@ -16,7 +20,9 @@ packages() {
     galera) echo "mariadb-server,mariadb-client,galera-4,galera-arbitrator-4,iproute2,iptables,procps,netcat-openbsd,ca-certificates" ;;
     # The fault helper: joins a target's network namespace; needs iptables, ip/tc and a TCP probe.
     tools)  echo "iptables,iproute2,netcat-openbsd,procps" ;;
-    *) echo "unknown image '$1' (expected galera or tools)" >&2; return 2 ;;
+    # Not Debian packages: the Go module the toxiproxy image is built from.
+    toxiproxy) echo "go:github.com/Shopify/toxiproxy/v2/cmd/server@$toxiproxy_version" ;;
+    *) echo "unknown image '$1' (expected galera, tools or toxiproxy)" >&2; return 2 ;;
   esac
 }
 
@@ -61,9 +67,38 @@ build_one() {
   echo "built $tag in $((SECONDS - start))s"
 }
 
+build_toxiproxy() {
+  local tag work start
+  tag=$(tag_of toxiproxy)
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    echo "image $tag present"
+    return 0
+  fi
+  command -v go >/dev/null || { echo "go is missing: the toxiproxy image is built from source (apt-get install golang-go, or a Go toolchain >= 1.22)" >&2; return 1; }
+  work=$(mktemp -d /tmp/ndbchaos-toxiproxy.XXXXXX)
+  trap 'rm -rf "$work"' RETURN
+  start=$SECONDS
+  echo "building $tag: go install toxiproxy server $toxiproxy_version (static, CGO_ENABLED=0)..."
+  if ! CGO_ENABLED=0 GOBIN="$work/rootfs" GOFLAGS=-buildvcs=false go install -trimpath \
+        -ldflags "-s -w -X github.com/Shopify/toxiproxy/v2.Version=${toxiproxy_version#v}" \
+        "github.com/Shopify/toxiproxy/v2/cmd/server@$toxiproxy_version" > "$work/go.log" 2>&1; then
+    echo "go install of toxiproxy $toxiproxy_version failed; last lines:" >&2
+    tail -n 20 "$work/go.log" >&2
+    return 1
+  fi
+  mv "$work/rootfs/server" "$work/rootfs/toxiproxy-server"
+  mkdir -p "$work/rootfs/tmp" "$work/rootfs/etc"
+  # The image holds the one static binary: nothing to patch, nothing else to attack.
+  tar -C "$work/rootfs" -c . | docker import \
+      -c 'ENTRYPOINT ["/toxiproxy-server"]' -c 'CMD ["-host=0.0.0.0", "-port=8474"]' -c 'EXPOSE 8474' \
+      -c 'LABEL org.opencontainers.image.source=ndbchaos' - "$tag" >/dev/null
+  echo "built $tag in $((SECONDS - start))s"
+}
+
 case "${1:-all}" in
   --tag) tag_of "$2" ;;
-  all) build_one tools; build_one galera ;;
+  all) build_one tools; build_one galera; build_toxiproxy ;;
   galera|tools) build_one "$1" ;;
-  *) echo "usage: $0 [galera|tools|all] | --tag NAME" >&2; exit 2 ;;
+  toxiproxy) build_toxiproxy ;;
+  *) echo "usage: $0 [galera|tools|toxiproxy|all] | --tag NAME" >&2; exit 2 ;;
 esac

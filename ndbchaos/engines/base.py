@@ -131,8 +131,69 @@ class Engine:
         or bootstrap when the whole cluster is down)."""
         raise NotImplementedError
 
+    # -- logs ---------------------------------------------------------------------------------
+    #: roles whose container output is the engine's log (Galera: mariadbd and garbd)
+    log_roles: tuple[str, ...] = ("data", "arbitrator")
+
+    def collect_events(self, cluster: "Cluster", since: float) -> list[dict]:
+        """Parsed engine log events since run time ``since``, each with ``t`` (run clock) and
+        ``log`` (the node whose log it came from). Default: the containers' output of the
+        ``log_roles`` nodes, read with ``ndbchaos.events`` for this engine."""
+        from .. import runtime
+        from ..events import parse_lines, time_to_epoch
+        events: list[dict] = []
+        wall_since = int(cluster.clock.wall(since)) - 1
+        for n in cluster.topology.nodes:
+            if n.role not in self.log_roles:
+                continue
+            try:
+                raw = cluster.container(n).logs(since=wall_since, stdout=True, stderr=True)
+            except Exception:
+                continue
+            for ev in parse_lines(raw.decode("utf-8", "replace").splitlines(), engine=self.name):
+                epoch = time_to_epoch(ev.get("time"))
+                ev["t"] = None if epoch is None else round(cluster.clock.from_wall(epoch), 3)
+                ev["log"] = n.name
+                if ev["t"] is None or ev["t"] >= since - 1:
+                    events.append(ev)
+        events.sort(key=lambda e: (e["t"] is None, e["t"] or 0))
+        return events
+
     # -- client errors ------------------------------------------------------------------------
     def classify(self, errno: int | None, message: str):
         """Return (class, engine_code): class in temporary | unknown | permanent | None."""
         from ..classify import classify
         return classify(self.name, errno, message)
+
+    # -- facts the fault catalogue needs (ndbchaos.faults) ---------------------------------------
+    #: the SQL port inside an SQL node's container (toxiproxy's upstream)
+    sql_private_port = 3306
+
+    def probe_ports(self, node: "Node") -> list[int]:
+        """TCP ports to probe a node on, peer-facing port first: a partition is verified by a
+        connect to ``ports[0]`` from the other side. NDB: ndb_mgmd 1186, a data node its
+        ServerPort (config.ini), mysqld 3306. Galera: 4567 (gcomm) on data nodes and garbd."""
+        raise NotImplementedError(f"engine {self.name} does not say which ports to probe")
+
+    def master_node(self, cluster: "Cluster"):
+        """The master / president data node (NDB: ndbinfo.membership / the cluster log), or
+        None where the engine has no such role (Galera)."""
+        return None
+
+    def options_from_topology(self, topology) -> dict:
+        """Cluster options that reproduce a running cluster's shape, so ``ndbchaos status`` and
+        ``ndbchaos fault --project`` can attach to a cluster they did not start."""
+        return {}
+
+    def partition_outcome(self, cluster: "Cluster", components: list[list[str]]) -> dict:
+        """Which components of a clean partition keep serving by the engine's rules:
+        ``{"serving": [component, ...], "stopped": [...], "rule": "..."}``
+        (NDB: arbitration, reference/ndb.md 5.1; Galera: the quorum formula)."""
+        raise NotImplementedError(f"engine {self.name} has no partition rule")
+
+    def node_rejoining(self, status: ClusterStatus, node: str) -> bool:
+        """Is ``node`` in the middle of recovery (restarted, not yet healthy)? Default: its
+        container runs and its process answers, but its state is not healthy. NDB: a start
+        phase (``starting``) in ndb_mgm / ndbinfo.nodes."""
+        ns = status.node(node)
+        return ns.container == "running" and not ns.healthy and ns.state not in ("down", "unreachable", "gone")

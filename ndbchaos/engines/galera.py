@@ -265,3 +265,42 @@ class GaleraEngine(Engine):
             elif c.status != "running":
                 c.start()
         cluster.discover()
+
+    # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
+    GCOMM_PORT = 4567  # data nodes and garbd alike listen for gcomm here
+
+    def probe_ports(self, node) -> list[int]:
+        """gcomm first (the peer traffic a partition must cut), then SQL on data nodes."""
+        return [self.GCOMM_PORT, 3306] if node.role == T.DATA else [self.GCOMM_PORT]
+
+    def options_from_topology(self, topology) -> dict:
+        return {"galera_data_nodes": len(topology.data_nodes)}
+
+    def partition_outcome(self, cluster, components) -> dict:
+        """Galera quorum on a clean partition of a healthy cluster: a component keeps (or forms)
+        a Primary Component iff 2*W(component) > W(last primary); all weights are 1 (pc.weight
+        default), nobody left gracefully, garbd votes. Members in no component count as lost."""
+        members = [n.name for n in cluster.topology.nodes if n.role in (T.DATA, T.ARBITRATOR)]
+        total = len(members)
+        serving, stopped, terms = [], [], []
+        for comp in components:
+            w = len([n for n in comp if n in members])
+            ok = 2 * w > total
+            (serving if ok else stopped).append(list(comp))
+            terms.append(f"{{{','.join(comp)}}}: 2*{w} {'>' if ok else '<='} {total}")
+        rule = ("Galera quorum (pc_proto.cpp have_quorum): 2*W(component) > W(last primary) = "
+                f"{total}; " + ", ".join(terms))
+        return {"serving": serving, "stopped": stopped, "rule": rule}
+
+    def node_rejoining(self, status, node: str) -> bool:
+        """A restarted mariadbd answers SQL only once it has (nearly) caught up, but it is back
+        in the survivors' view (component size = all members) seconds before: that is the
+        rejoin, state transfer included."""
+        ns = status.node(node)
+        if ns.container != "running" or ns.healthy:
+            return False
+        if ns.state not in ("down", "unreachable", "gone"):
+            return True
+        s = status.summary or {}
+        return (node not in s.get("primary_nodes", [])
+                and s.get("component_size") == s.get("expected_members"))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BlastRadiusError, NdbChaosError
+from ..errors import BlastRadiusError, NdbChaosError  # noqa: F401  (BlastRadiusError: re-export)
+
+log = logging.getLogger("ndbchaos")
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..cluster import Cluster
@@ -15,6 +18,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 class FaultNotEffective(NdbChaosError):
     """A fault did not take effect (or did not heal) as verified by its probe."""
+
+
+class FaultUnsupported(NdbChaosError):
+    """This host or cluster cannot do this fault (e.g. the kernel has no sch_netem).
+
+    Not a failure of the system under test: the pytest layer turns it into a skip with
+    ``reason`` (``ndbchaos.faults.skip_if_unsupported``)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
 
 
 @dataclass
@@ -35,14 +49,22 @@ class FaultWindow:
 class Fault:
     kind = "fault"
 
-    def __init__(self, cluster: "Cluster", targets: list["Node"], **params):
+    def __init__(self, cluster: "Cluster", targets, **params):
+        """``targets``: nodes, node names, or selectors from ``ndbchaos.faults.targets``
+        (how random ones were chosen, with their seed, goes into the window params)."""
+        from .targets import resolve
+
         if not targets:
             raise NdbChaosError(f"{self.kind}: no target")
+        nodes, selection = resolve(cluster, targets)
+        if not nodes:
+            raise NdbChaosError(f"{self.kind}: no target")
         self.cluster = cluster
-        self.targets = list(targets)
+        self.targets = list(nodes)
         self.params = params
-        self.window = FaultWindow(self.kind, [t.name for t in self.targets], dict(params))
+        self.window = FaultWindow(self.kind, [t.name for t in self.targets], {**params, **selection})
         self.active = False
+        self.detached = False
         # Blast radius: every target must carry the current run's project label.
         for t in self.targets:
             cluster.container(t)
@@ -70,14 +92,20 @@ class Fault:
             self.cluster.open_faults.append(self)
             self.cluster.fault_windows.append(self.window)
         self.active = True
+        from . import safety
+        safety.register(self.cluster)
         self.window.start = clock.now()
         try:
             self._apply()
             evidence = self._verify_applied()
-        except BlastRadiusError:
-            raise
         except BaseException:
-            self.heal(verify=False)
+            # Whatever part was applied is reverted (reverts touch only owned containers, so
+            # this is safe after a BlastRadiusError too), then the error goes up.
+            try:
+                self.heal(verify=False)
+            except Exception as e:  # the original error matters more; say what is left
+                log.warning("ndbchaos: reverting %s on %s after a failed inject also failed: %s",
+                            self.kind, self.window.targets, e)
             raise
         self.window.effective_at = clock.now()
         self.window.verification.append(evidence)
@@ -105,6 +133,21 @@ class Fault:
                     self.cluster.open_faults.remove(self)
             self.cluster.note("fault_healed", fault=self.kind, targets=self.window.targets)
         return self.window
+
+    def detach(self) -> FaultWindow:
+        """Leave the fault in place and forget it: no heal on exit, not in ``open_faults``.
+        For ``ndbchaos fault ...`` from the command line; ``ndbchaos fault heal`` finds what it
+        left by its traces (our iptables chains, paused/stopped containers, toxics)."""
+        self.detached = True
+        self.active = False
+        with self.cluster._lock:
+            if self in self.cluster.open_faults:
+                self.cluster.open_faults.remove(self)
+        self._on_detach()
+        return self.window
+
+    def _on_detach(self) -> None:
+        """Release process-local resources (helper containers) but not the fault itself."""
 
     def __enter__(self) -> "Fault":
         self.inject()

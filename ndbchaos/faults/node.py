@@ -7,6 +7,7 @@ recovery action for a node (``Engine.recover_nodes``: a node restart).
 from __future__ import annotations
 
 from .. import runtime
+from . import pumba
 from .base import Fault, FaultNotEffective, wait_until
 
 DOWN = ("exited", "dead")
@@ -17,12 +18,19 @@ class Kill(Fault):
 
     kind = "kill"
 
-    def __init__(self, cluster, targets, signal: str = "SIGKILL", exit_timeout: float = 30.0):
+    def __init__(self, cluster, targets, signal: str = "SIGKILL", exit_timeout: float = 30.0,
+                 backend: str | None = None):
         super().__init__(cluster, targets, signal=signal)
         self.signal = signal
         self.exit_timeout = exit_timeout
+        self.backend = pumba.backend(backend) if type(self) is Kill else "native"
+        if self.backend != "native":
+            self.window.params["backend"] = self.backend
 
     def _apply(self) -> None:
+        if self.backend == "pumba":
+            pumba.run(pumba.kill_argv(self.cluster, self.targets, self.signal))
+            return
         for t in self.targets:
             self.cluster.container(t).kill(signal=self.signal)
 
@@ -69,7 +77,21 @@ class Pause(Fault):
 
     kind = "pause"
 
+    def __init__(self, cluster, targets, backend: str | None = None):
+        super().__init__(cluster, targets)
+        self.backend = pumba.backend(backend)
+        self._held = None
+        if self.backend != "native":
+            self.window.params["backend"] = self.backend
+
     def _apply(self) -> None:
+        if self.backend == "pumba":
+            self._held = pumba.Held(pumba.pause_argv(self.cluster, self.targets))
+            ok = pumba.wait_state(lambda: all(runtime.container_state(self.cluster.container(t)) == "paused"
+                                              for t in self.targets) or not self._held.alive(), 15)
+            if not ok or not self._held.alive():
+                raise FaultNotEffective(f"pumba pause did not take: {self._held.output()}")
+            return
         for t in self.targets:
             self.cluster.container(t).pause()
 
@@ -81,6 +103,9 @@ class Pause(Fault):
         return "frozen: " + ", ".join(t.name for t in self.targets)
 
     def _revert(self) -> None:
+        if self._held is not None:
+            self._held.stop()  # pumba unpauses on exit; we check (and unpause) below anyway
+            self._held = None
         for t in self.targets:
             c = self.cluster.container(t)
             if runtime.container_state(c) == "paused":
@@ -92,3 +117,144 @@ class Pause(Fault):
             if st != "running":
                 raise FaultNotEffective(f"{t.name} is {st} after unpause")
         return "thawed: " + ", ".join(t.name for t in self.targets)
+
+
+def _started_at(c) -> str:
+    c.reload()
+    return (c.attrs.get("State") or {}).get("StartedAt", "")
+
+
+class Restart(Fault):
+    """Restart the node: graceful (``docker restart``: SIGTERM, wait, start) or a crash-restart
+    (``graceful=False``: SIGKILL, then start). ``down_for`` seconds may pass between the two.
+
+    The window covers the restart itself; heal only makes sure the node runs (it needs no
+    undoing). The engine's reaction is the node leaving and rejoining (``cluster.wait_healthy``)."""
+
+    kind = "restart"
+
+    def __init__(self, cluster, targets, graceful: bool = True, timeout: float = 30.0, down_for: float = 0.0):
+        super().__init__(cluster, targets, graceful=graceful, timeout=timeout, down_for=down_for)
+        self.graceful = graceful
+        self.timeout = timeout
+        self.down_for = down_for
+        self._before: dict[str, str] = {}
+
+    def _apply(self) -> None:
+        for t in self.targets:
+            c = self.cluster.container(t)
+            self._before[t.name] = _started_at(c)
+            if self.graceful and not self.down_for:
+                c.restart(timeout=int(self.timeout))
+            else:
+                if self.graceful:
+                    c.stop(timeout=int(self.timeout))
+                else:
+                    c.kill(signal="SIGKILL")
+                wait_until(lambda: runtime.container_state(c) in DOWN, self.timeout + 5)
+                if self.down_for:
+                    import time
+                    time.sleep(self.down_for)
+                c.start()
+        self.cluster.discover()
+
+    def _verify_applied(self) -> str:
+        out = []
+        for t in self.targets:
+            c = self.cluster.container(t)
+            ok = wait_until(lambda: runtime.container_state(c) == "running" and _started_at(c) != self._before[t.name], 20)
+            if not ok:
+                raise FaultNotEffective(f"{t.name} was not restarted ({runtime.container_state(c)})")
+            out.append(t.name)
+        how = "graceful" if self.graceful else "SIGKILL"
+        return f"restarted ({how}{f', down {self.down_for:g}s' if self.down_for else ''}): " + ", ".join(out)
+
+    def _revert(self) -> None:
+        dead = [t for t in self.targets if runtime.container_state(self.cluster.container(t)) != "running"]
+        if dead:
+            self.cluster.engine.recover_nodes(self.cluster, dead)
+
+    def _verify_healed(self) -> str:
+        for t in self.targets:
+            if runtime.container_state(self.cluster.container(t)) != "running":
+                raise FaultNotEffective(f"{t.name} is not running after restart")
+        return "running: " + ", ".join(t.name for t in self.targets)
+
+
+class KillDuringRecovery(Kill):
+    """Kill, wait until the engine has seen the loss (``Engine.loss_detected``, at most
+    ``detect_timeout`` s), restart, and kill again while the node is recovering (rejoining).
+
+    The second kill comes ``delay`` seconds after the restart if given; otherwise at the first
+    status sample where the engine says the node is rejoining (``Engine.node_rejoining``:
+    Galera: back in the survivors' view but not Synced; NDB: a start phase). If it is not seen recovering within ``recover_window`` seconds (it may
+    rejoin faster than a status poll) it is killed at that point anyway, and the evidence says so.
+    Heal restarts it (the engine's node recovery)."""
+
+    kind = "kill-during-recovery"
+
+    def __init__(self, cluster, targets, signal: str = "SIGKILL", delay: float | None = None,
+                 recover_window: float = 20.0, down_for: float = 0.0, detect_timeout: float = 30.0):
+        super().__init__(cluster, targets, signal=signal)
+        self.window.params.update(delay=delay, recover_window=recover_window, down_for=down_for)
+        self.detect_timeout = detect_timeout
+        self.delay = delay
+        self.recover_window = recover_window
+        self.down_for = down_for
+        self.second_kill: dict[str, dict] = {}
+
+    def _apply(self) -> None:
+        import time
+        for t in self.targets:
+            self.cluster.container(t).kill(signal=self.signal)
+        t_kill = time.monotonic()
+        for t in self.targets:
+            c = self.cluster.container(t)
+            if not wait_until(lambda: runtime.container_state(c) in DOWN, 10):
+                raise FaultNotEffective(f"{t.name} survived the first {self.signal}")
+        # Restart only once the engine has seen the loss: otherwise the "rejoin" is the old view
+        # that still counts the node (Galera needs evs.suspect_timeout to notice a crash).
+        names = [t.name for t in self.targets]
+        detected = None
+        try:
+            detected = wait_until(lambda: self.cluster.engine.loss_detected(self.cluster.status(), names),
+                                  self.detect_timeout, poll=0.1)
+        except NotImplementedError:
+            pass
+        self.window.params["loss_detected_s"] = round(time.monotonic() - t_kill, 3) if detected else None
+        if self.down_for:
+            time.sleep(self.down_for)
+        self.cluster.engine.recover_nodes(self.cluster, self.targets)
+        restarted = time.monotonic()
+        pending = {t.name: t for t in self.targets}
+        while pending:
+            waited = time.monotonic() - restarted
+            state = {}
+            if self.delay is None:
+                try:
+                    st = self.cluster.status()
+                    state = {n.node: n for n in st.nodes}
+                except Exception:
+                    state = {}
+            for name, t in list(pending.items()):
+                ns = state.get(name)
+                recovering = bool(ns is not None and state and self.cluster.engine.node_rejoining(st, name))
+                due = (self.delay is not None and waited >= self.delay) or recovering or waited >= self.recover_window
+                if due:
+                    self.cluster.container(t).kill(signal=self.signal)
+                    self.second_kill[name] = {
+                        "after_restart_s": round(waited, 3),
+                        "state": ns.state if ns else ("(delay)" if self.delay is not None else "?"),
+                        "seen_recovering": bool(recovering),
+                    }
+                    del pending[name]
+            if pending:
+                time.sleep(0.05 if self.delay is not None else 0.1)
+        self.window.params["second_kill"] = self.second_kill
+
+    def _verify_applied(self) -> str:
+        ev = super()._verify_applied()
+        how = "; ".join(f"{k} killed again {v['after_restart_s']}s after restart in state {v['state']}"
+                        + ("" if v["seen_recovering"] or v["state"] == "(delay)" else " (never seen recovering)")
+                        for k, v in self.second_kill.items())
+        return f"{ev}; {how}"

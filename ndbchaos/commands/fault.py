@@ -1,0 +1,190 @@
+"""ndbchaos fault: apply a fault to a running cluster and leave it, for exploration.
+
+    ndbchaos fault isolate data2 --project X     # iptables in data2's namespace; stays
+    ndbchaos status --project X                  # node states and the faults in effect
+    ndbchaos fault heal --project X              # remove every fault trace, restart dead nodes
+
+Targets are node names or role selectors (see ``--help`` of a kind). The fault is verified
+(probed) before the command returns; then it is left in place: nothing is remembered in a file,
+``fault heal`` finds every trace (our iptables chains, paused or stopped containers, toxics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..faults import targets as TG
+
+KINDS = {}
+
+
+def _kind(name, help, **kw):
+    def deco(fn):
+        KINDS[name] = (help, fn, kw)
+        return fn
+    return deco
+
+
+def register(sub) -> None:
+    p = sub.add_parser("fault", help="apply a fault to a running cluster (and leave it), or heal all",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--project", default=os.environ.get("NDBCHAOS_PROJECT"),
+                        help="the run's project id (label ndbchaos.project); default $NDBCHAOS_PROJECT")
+    common.add_argument("--json", action="store_true", help="print the fault window as JSON")
+    kinds = p.add_subparsers(dest="kind", metavar="KIND")
+    tgt_help = "target: " + TG.SPEC_HELP
+
+    def add(name, help):
+        return kinds.add_parser(name, help=help, parents=[common], description=help)
+
+    k = add("kill", "kill a node's process (SIGKILL unless --signal)")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--signal", default="SIGKILL")
+    k = add("stop", "graceful stop (SIGTERM, then wait)")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--timeout", type=float, default=30)
+    k = add("pause", "freeze a node (docker pause)")
+    k.add_argument("target", help=tgt_help)
+    k = add("restart", "restart a node (graceful; --crash: SIGKILL then start)")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--crash", action="store_true")
+    k = add("kill-recovering", "kill, restart, kill again while it rejoins")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--delay", type=float, default=None, help="kill again this many seconds after the restart")
+    k = add("isolate", "cut one node off from every other member")
+    k.add_argument("target", help=tgt_help)
+    k = add("partition", "partition into components: a,b c,d (unlisted members untouched)")
+    k.add_argument("components", nargs="+", help="comma-separated node names, one argument per component")
+    for name, help in (("halves", "first half of the members against the second"),
+                       ("bridge", "two halves and a node in the middle that sees both"),
+                       ("ring", "majorities ring: each node sees a different majority")):
+        k = add(name, help)
+        k.add_argument("--seed", type=int, default=None, help="shuffle the members with this seed first")
+    k = add("one-way", "SRC cannot reach DST; DST still reaches SRC")
+    k.add_argument("src")
+    k.add_argument("dst")
+    k.add_argument("--packets", action="store_true", help="Jepsen one-sided grudge (drop every packet) instead of connections")
+    k = add("role-split", "cut every link between two role sets, e.g. `arbitrator+mgm data` or `sql data`")
+    k.add_argument("roles_a")
+    k.add_argument("roles_b")
+    k = add("nodegroup-split", "split every node group across two sides")
+    k.add_argument("--arbitrator", choices=("a", "b", "none", "both"), default="a")
+    k.add_argument("--others", choices=("split", "a", "b", "both"), default="split")
+    k = add("disconnect", "unplug a node from its network (clients lose it too)")
+    k.add_argument("target", help=tgt_help)
+    k = add("netem", "tc netem on a node's egress (needs sch_netem)")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--delay-ms", type=float)
+    k.add_argument("--jitter-ms", type=float, default=0)
+    k.add_argument("--loss-pct", type=float)
+    k.add_argument("--duplicate-pct", type=float)
+    k.add_argument("--corrupt-pct", type=float)
+    for name, help, args in (
+        ("latency", "client path: delay data through the proxy", (("--ms", int, 300), ("--jitter-ms", int, 0))),
+        ("bandwidth", "client path: limit to KB/s", (("--rate-kb", int, 16),)),
+        ("timeout", "client path: stop data (and close after --ms; 0 = never)", (("--ms", int, 0),)),
+        ("reset-peer", "client path: TCP RST after --ms", (("--ms", int, 0),)),
+        ("slicer", "client path: slice data into small pieces", (("--average-size", int, 8), ("--delay-us", int, 2000))),
+        ("proxy-down", "client path: take the proxy down", ()),
+    ):
+        k = add(name, help)
+        k.add_argument("target", nargs="?", default="sql", help=tgt_help + " (default: every SQL node)")
+        k.add_argument("--upstream", action="store_true", help="toxic on the client->server stream")
+        for flag, typ, dflt in args:
+            k.add_argument(flag, type=typ, default=dflt)
+    add("heal", "remove every fault of the project and restart nodes that are down")
+    p.set_defaults(func=run, _parser=p)
+
+
+def _build(args, cluster):
+    from ..faults import network as N
+    from ..faults import node as ND
+    from ..faults import netem as NE
+    from ..faults import toxiproxy as TX
+
+    k = args.kind
+    t = getattr(args, "target", None)
+    if k == "kill":
+        return ND.Kill(cluster, t, signal=args.signal, backend="native")
+    if k == "stop":
+        return ND.Stop(cluster, t, timeout=args.timeout)
+    if k == "pause":
+        return ND.Pause(cluster, t, backend="native")
+    if k == "restart":
+        return ND.Restart(cluster, t, graceful=not args.crash)
+    if k == "kill-recovering":
+        return ND.KillDuringRecovery(cluster, t, delay=args.delay)
+    if k == "isolate":
+        return N.Isolate(cluster, t)
+    if k == "partition":
+        return N.Components(cluster, [c.split(",") for c in args.components])
+    if k == "halves":
+        return N.Halves(cluster, seed=args.seed)
+    if k == "bridge":
+        return N.Bridge(cluster, seed=args.seed)
+    if k == "ring":
+        return N.MajoritiesRing(cluster, seed=args.seed)
+    if k == "one-way":
+        return N.OneWay(cluster, args.src, args.dst, mode="packets" if args.packets else "connections")
+    if k == "role-split":
+        return N.RoleSplit(cluster, tuple(args.roles_a.split("+")), tuple(args.roles_b.split("+")))
+    if k == "nodegroup-split":
+        return N.NodeGroupSplit(cluster, arbitrator=args.arbitrator, others=args.others)
+    if k == "disconnect":
+        return N.Disconnect(cluster, t)
+    if k == "netem":
+        return NE.Netem(cluster, t, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms, loss_pct=args.loss_pct,
+                        duplicate_pct=args.duplicate_pct, corrupt_pct=args.corrupt_pct, backend="native")
+    stream = "upstream" if getattr(args, "upstream", False) else "downstream"
+    if k == "latency":
+        return TX.Latency(cluster, t, latency_ms=args.ms, jitter_ms=args.jitter_ms, stream=stream)
+    if k == "bandwidth":
+        return TX.Bandwidth(cluster, t, rate_kb=args.rate_kb, stream=stream)
+    if k == "timeout":
+        return TX.Timeout(cluster, t, timeout_ms=args.ms, stream=stream)
+    if k == "reset-peer":
+        return TX.ResetPeer(cluster, t, timeout_ms=args.ms, stream=stream)
+    if k == "slicer":
+        return TX.Slicer(cluster, t, average_size=args.average_size, delay_us=args.delay_us, stream=stream)
+    if k == "proxy-down":
+        return TX.ProxyDown(cluster, t)
+    raise AssertionError(k)  # pragma: no cover
+
+
+def run(args) -> int:
+    from ..errors import UsageError
+    from ..faults import state
+    from ..faults.base import FaultUnsupported
+
+    if not args.kind:
+        args._parser.print_help()
+        return 2
+    if not args.project:
+        raise UsageError("--project ID is required (see `ndbchaos status` for the projects on this host)")
+    cluster = state.attach(args.project)
+    if args.kind == "heal":
+        done = state.heal(cluster)
+        for line in done:
+            print(line)
+        if not done:
+            print(f"nothing to heal in {args.project}")
+        return 0
+    try:
+        fault = _build(args, cluster)
+    except FaultUnsupported as e:
+        print(f"ndbchaos fault {args.kind}: not possible here: {e.reason}", file=sys.stderr)
+        return 3
+    window = fault.inject()
+    fault.detach()  # leave it in place: this command only applies
+    if args.json:
+        print(json.dumps(window.to_dict(), indent=2, default=str))
+    else:
+        print(f"{fault.kind} applied to {', '.join(window.targets)} in {args.project}")
+        for ev in window.verification:
+            print(f"  {ev}")
+        print(f"  left in place; `ndbchaos fault heal --project {args.project}` removes it")
+    return 0

@@ -1,0 +1,199 @@
+"""What faults are in effect in a project, found from their traces, and how to remove them all.
+
+Used by ``ndbchaos status`` and ``ndbchaos fault heal`` on a cluster that another process (or a
+killed one) left faulted. Nothing is remembered in files: every fault of the catalogue leaves a
+trace that can be read back from Docker alone:
+
+=================  =========================================================================
+partition          a chain ``NDBCHAOS-*`` in the node's own network namespace, jumped to from
+                   INPUT by a rule whose comment names the fault (read with a helper)
+netem              a root qdisc with our handle ``4e44:`` (or pumba's ``504d:``)
+pause              the container's state ``paused``
+kill/stop          the container's state ``exited`` / ``dead`` / ``created``
+disconnect         a running node with no endpoint on a project network
+toxics / down      the toxiproxy API: toxics named ``ndbchaos-*``, proxies ``enabled: false``
+helpers            containers with ``ndbchaos.role=helper`` (a run that died mid-fault)
+=================  =========================================================================
+"""
+
+from __future__ import annotations
+
+from .. import runtime
+from .. import topology as T
+from ..errors import NdbChaosError, UsageError
+from . import netem, netns
+
+DOWN_STATES = ("exited", "dead", "created")
+
+
+def attach(project: str):
+    """A Cluster handle on a running project, its engine read from the ``ndbchaos.engine``
+    label and its options from its topology (we did not start it)."""
+    from ..cluster import Cluster
+    from ..engines import get_engine
+
+    if not project:
+        raise UsageError("no project given (--project ID; `ndbchaos status` lists the projects)")
+    runtime.docker_client()
+    cs = runtime.project_containers(project)
+    if not cs:
+        raise NdbChaosError(f"no containers labelled {T.PROJECT}={project}")
+    engines = sorted({(c.labels or {}).get(T.ENGINE) for c in cs} - {None, ""})
+    if len(engines) != 1:
+        raise NdbChaosError(f"project {project}: cannot tell the engine from the {T.ENGINE} labels "
+                            f"({', '.join(engines) or 'none'})")
+    engine = get_engine(engines[0])
+    cluster = Cluster(engine, {}, project=project)
+    topo = cluster.discover()
+    cluster.options = engine.options_from_topology(topo)
+    cluster.started = True
+    return cluster
+
+
+def projects() -> dict[str, dict]:
+    """Every project with containers on this host: {project: {engine, containers, helpers}}."""
+    out: dict[str, dict] = {}
+    for c in runtime.project_containers(None):
+        lab = c.labels or {}
+        p = out.setdefault(lab.get(T.PROJECT, "?"), {"engine": "", "containers": 0, "helpers": 0, "running": 0})
+        if lab.get(T.ENGINE):
+            p["engine"] = lab[T.ENGINE]
+        if lab.get(T.ROLE) == T.HELPER:
+            p["helpers"] += 1
+        else:
+            p["containers"] += 1
+            p["running"] += c.status == "running"
+    return out
+
+
+def _nodes(cluster):
+    return [n for n in cluster.topology.nodes if n.role not in (T.HELPER, T.PROXY)]
+
+
+def inspect(cluster, netns_rules: bool = True) -> list[dict]:
+    """The active faults of a project: [{kind, node, detail}]."""
+    found: list[dict] = []
+    running = []
+    project_nets = {n.id for n in runtime.project_networks(cluster.project)}
+    for c in runtime.project_containers(cluster.project):
+        lab = c.labels or {}
+        role = lab.get(T.ROLE)
+        name = lab.get(T.NODE) or c.name
+        if role == T.HELPER:
+            found.append({"kind": "helper", "node": lab.get(T.LABEL_PREFIX + "target", "?"),
+                          "detail": f"{c.name} ({lab.get(T.LABEL_PREFIX + 'purpose', '?')}, {c.status})"})
+            continue
+        if c.status == "paused":
+            found.append({"kind": "pause", "node": name, "detail": "container paused"})
+        elif c.status in DOWN_STATES:
+            code = (c.attrs.get("State") or {}).get("ExitCode")
+            found.append({"kind": "down", "node": name, "detail": f"container {c.status} (exit code {code})"})
+        if c.status in ("running", "paused"):  # a paused container keeps its namespace
+            nets = (c.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+            if project_nets and not any(ep.get("NetworkID") in project_nets for ep in nets.values()):
+                found.append({"kind": "disconnect", "node": name, "detail": "no endpoint on the project network"})
+            if role != T.PROXY:
+                running.append(cluster.topology.node(name) if name in cluster.topology._by_name else None)
+    if netns_rules:
+        nodes = [n for n in running if n is not None]
+
+        def look(n):
+            h = netns.start_helper(cluster, n, purpose="inspect")
+            try:
+                return n.name, h.exec(netns.LIST_RULES_SCRIPT, timeout=20)[1]
+            finally:
+                h.remove()
+
+        for name, out in netns.parallel(look, nodes):
+            ipt, _, tc = out.partition("--- qdisc")
+            for ch in netns.parse_our_rules(ipt):
+                drops = ", ".join(f"{ip}{'' if m == 'packets' else ' (connections)'}" for ip, m in ch["drops"])
+                found.append({"kind": "partition", "node": name,
+                              "detail": f"{ch['chain']} \"{ch['comment']}\" drops from {drops or 'nothing'}"})
+            for line in tc.splitlines():
+                if f" {netem.HANDLE}:" in line or f" {netem.PUMBA_HANDLE}:" in line:
+                    found.append({"kind": "netem", "node": name, "detail": line.strip()})
+    found += _toxiproxy_state(cluster)
+    return found
+
+
+def _toxiproxy_state(cluster) -> list[dict]:
+    from . import toxiproxy as TX
+    try:
+        TX.proxy_container(cluster)
+    except UsageError:
+        return []
+    try:
+        a = TX.api(cluster, wait=3)
+        out = []
+        for name, p in sorted(a.proxies().items()):
+            if not p.get("enabled", True):
+                out.append({"kind": "proxy_down", "node": name, "detail": f"proxy {p.get('listen')} disabled"})
+            for t in p.get("toxics") or []:
+                out.append({"kind": "toxic", "node": name,
+                            "detail": f"{t.get('name')} {t.get('type')} {t.get('stream')} {t.get('attributes')}"})
+        return out
+    except TX.ToxiproxyError as e:
+        return [{"kind": "proxy", "node": "toxiproxy", "detail": f"API unreachable: {e}"}]
+
+
+def heal(cluster) -> list[str]:
+    """Remove every trace of a fault in the project; return what was done, one line each."""
+    done: list[str] = []
+    # 1. helpers of dead runs (they hold nothing: rules live in the targets' namespaces)
+    for c in runtime.project_containers(cluster.project):
+        if (c.labels or {}).get(T.ROLE) == T.HELPER:
+            c.remove(force=True)
+            done.append(f"removed helper {c.name}")
+    # 2. unplugged nodes back on their project network (before anything needs the network)
+    nets = runtime.project_networks(cluster.project)
+    for f in [f for f in inspect(cluster, netns_rules=False) if f["kind"] == "disconnect"]:
+        c = cluster.container(cluster.topology.node(f["node"]))
+        for net in nets:
+            try:
+                net.connect(c, aliases=[f["node"]])
+                done.append(f"reconnected {f['node']} to {net.name}")
+            except Exception as e:
+                done.append(f"reconnect {f['node']} to {net.name} failed: {e}")
+    # 3. unpause (a paused target still has its namespace; its rules are removed below)
+    for n in _nodes(cluster):
+        c = cluster.container(n)
+        if runtime.container_state(c) == "paused":
+            c.unpause()
+            done.append(f"unpaused {n.name}")
+    # 4. our chains and qdiscs, in every running node's namespace
+    running = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) == "running"]
+
+    def clean(n):
+        h = netns.start_helper(cluster, n, purpose="heal")
+        try:
+            code, out = h.exec(netns.remove_chains_script(None), timeout=30)
+            lines = [f"removed chain {ln.split()[1]} in {n.name}" for ln in out.splitlines() if ln.startswith("removed ")]
+            if code != 0:
+                lines.append(f"removing chains in {n.name} failed: {out.strip()[-200:]}")
+            code, out = h.exec(netem.remove_script((netem.HANDLE, netem.PUMBA_HANDLE)), timeout=20)
+            lines += [f"removed qdisc {' '.join(ln.split()[1:])} in {n.name}" for ln in out.splitlines() if ln.startswith("removed ")]
+            return lines
+        finally:
+            h.remove()
+
+    for lines in netns.parallel(clean, running):
+        done += lines
+    # 5. toxics and disabled proxies
+    from . import toxiproxy as TX
+    try:
+        TX.proxy_container(cluster)
+        a = TX.api(cluster, wait=5)
+        before = [f for f in _toxiproxy_state(cluster) if f["kind"] in ("toxic", "proxy_down")]
+        a.reset()
+        done += [f"removed {f['kind']} on proxy {f['node']}" for f in before]
+    except UsageError:
+        pass
+    except TX.ToxiproxyError as e:
+        done.append(f"toxiproxy reset failed: {e}")
+    # 6. nodes that are down come back by the engine's node recovery
+    down = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) in DOWN_STATES]
+    if down:
+        cluster.engine.recover_nodes(cluster, down)
+        done += [f"restarted {n.name}" for n in down]
+    return done

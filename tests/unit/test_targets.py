@@ -1,0 +1,125 @@
+"""Targets by role: resolved against a topology, random choices seeded and recorded."""
+
+import pytest
+
+from ndbchaos import topology as TP
+from ndbchaos.errors import UsageError
+from ndbchaos.faults import targets as T
+from ndbchaos.topology import Node, Topology
+
+
+class FakeEngine:
+    name = "ndb"
+
+    def __init__(self, master=None):
+        self._master = master
+
+    def master_node(self, cluster):
+        return cluster.topology.node(self._master) if self._master else None
+
+
+class FakeCluster:
+    def __init__(self, nodes, engine=None, options=None):
+        self.project = "p1"
+        self.topology = Topology("p1", "ndb", nodes)
+        self.engine = engine or FakeEngine()
+        self.options = options or {}
+
+
+def ndb_cluster(**kw):
+    nodes = [Node(f"data{i}", TP.DATA, f"c-data{i}", nodegroup=(i - 1) // 2, nodeid=i) for i in range(1, 5)]
+    nodes += [Node("mgm1", TP.MGM, "c-mgm1", nodeid=49), Node("mgm2", TP.MGM, "c-mgm2", nodeid=50)]
+    nodes += [Node(f"sql{i}", TP.SQL, f"c-sql{i}", nodeid=50 + i, serves_sql=True, sql_port=33060 + i) for i in (1, 2)]
+    nodes += [Node("toxiproxy", TP.PROXY, "c-proxy")]
+    return FakeCluster(nodes, **kw)
+
+
+def names(nodes):
+    return [n.name for n in nodes]
+
+
+def test_named_and_unknown():
+    c = ndb_cluster()
+    assert names(T.node("data2").resolve(c)) == ["data2"]
+    with pytest.raises(UsageError, match="no node named 'data9'"):
+        T.node("data9").resolve(c)
+
+
+def test_nodegroup_and_one_per_nodegroup():
+    c = ndb_cluster()
+    assert names(T.nodegroup(1).resolve(c)) == ["data3", "data4"]
+    with pytest.raises(UsageError, match="no node group 7"):
+        T.nodegroup(7).resolve(c)
+    s = T.one_per_nodegroup(seed=3)
+    picked = names(s.resolve(c))
+    assert len(picked) == 2
+    assert picked[0] in ("data1", "data2") and picked[1] in ("data3", "data4")
+    assert names(T.one_per_nodegroup(seed=3).resolve(c)) == picked  # same seed, same choice
+    assert s.params() == {"selector": "one-per-nodegroup", "picked": picked, "seed": 3}
+
+
+def test_random_choice_records_a_seed_that_replays_it():
+    c = ndb_cluster()
+    s = T.one_data()
+    first = names(s.resolve(c))
+    assert s.seed is not None and s.params()["seed"] == s.seed
+    assert names(T.one_data(seed=s.seed).resolve(c)) == first
+
+
+def test_run_seed_makes_choices_reproducible():
+    picks = []
+    for _ in range(2):
+        c = ndb_cluster(options={"seed": 1234})
+        picks.append([names(T.one_data().resolve(c)), names(T.sql(k=1).resolve(c))])
+    assert picks[0] == picks[1]
+
+
+def test_roles():
+    c = ndb_cluster()
+    assert names(T.arbitrators().resolve(c)) == ["mgm1", "mgm2"]
+    assert len(T.arbitrators(k=1, seed=1).resolve(c)) == 1
+    assert names(T.sql().resolve(c)) == ["sql1", "sql2"]
+    assert names(T.all_data().resolve(c)) == ["data1", "data2", "data3", "data4"]
+    with pytest.raises(UsageError, match="asked for 5"):
+        T.random_nodes((TP.DATA,), k=5, seed=1).resolve(c)
+
+
+def test_master_is_engine_supplied():
+    c = ndb_cluster(engine=FakeEngine(master="data3"))
+    assert names(T.master().resolve(c)) == ["data3"]
+    with pytest.raises(UsageError, match="no master"):
+        T.master().resolve(ndb_cluster())
+
+
+def test_galera_sql_nodes_are_the_data_nodes():
+    nodes = [Node(f"data{i}", TP.DATA, f"c{i}", nodegroup=0, nodeid=i, serves_sql=True, sql_port=1000 + i)
+             for i in (1, 2, 3)] + [Node("arb", TP.ARBITRATOR, "ca", nodeid=9)]
+    c = FakeCluster(nodes)
+    assert names(T.sql().resolve(c)) == ["data1", "data2", "data3"]
+    assert names(T.arbitrators().resolve(c)) == ["arb"]
+    assert names(T.one_per_nodegroup(seed=1).resolve(c))[0].startswith("data")
+
+
+def test_parse_specs():
+    c = ndb_cluster()
+    assert names(T.parse("data2").resolve(c)) == ["data2"]
+    assert names(T.parse("ng:1").resolve(c)) == ["data3", "data4"]
+    assert len(T.parse("one-data@5").resolve(c)) == 1
+    assert T.parse("one-data@5").seed == 5
+    assert names(T.parse("arbitrator").resolve(c)) == ["mgm1", "mgm2"]
+    assert len(T.parse("sql:1").resolve(c)) == 1
+    assert len(T.parse("random:data+sql:3@9").resolve(c)) == 3
+    assert names(T.parse("all-data").resolve(c)) == ["data1", "data2", "data3", "data4"]
+    with pytest.raises(UsageError):
+        T.parse("one-data@x")
+    with pytest.raises(UsageError):
+        T.parse("sql:many")
+
+
+def test_resolve_mixes_and_dedups_and_records_selection():
+    c = ndb_cluster()
+    nodes, params = T.resolve(c, [T.node("data1"), "data1", T.nodegroup(0)])
+    assert names(nodes) == ["data1", "data2"]
+    assert params["selection"][1]["selector"] == "nodegroup 0"
+    nodes, params = T.resolve(c, c.topology.node("sql2"))
+    assert names(nodes) == ["sql2"] and params == {}
