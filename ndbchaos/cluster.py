@@ -54,6 +54,7 @@ class Cluster:
     @property
     def env(self) -> dict[str, str]:
         env = self.engine.compose_env(self.options)
+        env.update(self.options.get("compose_env") or {})  # overlays' variables (e.g. toxiproxy image)
         env["NDBCHAOS_PROJECT"] = self.project
         for k, v in self.pinned_ports.items():
             env.setdefault(k, str(v))

@@ -89,7 +89,7 @@ class Result:
 class ScenarioRun:
     def __init__(self, cluster, workload: str = "ledger", workload_params: dict | None = None,
                  processes: int = 2, connections: int = 2, client: ClientOptions | None = None,
-                 seed: int | None = None, title: str = ""):
+                 seed: int | None = None, title: str = "", via_proxy: bool = False):
         self.cluster = cluster
         self.clock = cluster.clock
         self.seed = seed if seed is not None else random.randrange(1 << 30)
@@ -101,7 +101,11 @@ class ScenarioRun:
         self.client.engine = eng.name
         self.client.user, self.client.password, self.client.database = eng.sql_user, eng.sql_password, eng.sql_database
         self.client.seed = self.seed
-        self.endpoints = [Endpoint(n.name, n.sql_port) for n in cluster.topology.sql_nodes]
+        if via_proxy:  # clients go through toxiproxy (the client-path overlay)
+            from .faults import toxiproxy
+            self.endpoints = [Endpoint(name, port) for name, port in toxiproxy.proxy_ports(cluster).items()]
+        else:
+            self.endpoints = [Endpoint(n.name, n.sql_port) for n in cluster.topology.sql_nodes]
         self.runner = WorkloadRunner(self.workload, self.endpoints, self.clock, processes, connections, self.client)
         self.observer = Observer(cluster)
         self.phases: list[dict] = []
@@ -168,6 +172,19 @@ class ScenarioRun:
     def heal(self, fault):
         with _step(f"heal {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
             return fault.heal()
+
+    def recover_exited(self) -> list[str]:
+        """The operator's action after a fault that made nodes exit (NDB StopOnError, an
+        arbitration shutdown): restart them (node restart, or the engine's whole-cluster
+        procedure when no data node is left)."""
+        from . import runtime
+        self.cluster.discover()
+        dead = [n for n in self.cluster.topology.nodes
+                if runtime.container_state(self.cluster.container(n)) in ("exited", "dead", "created")]
+        if dead:
+            with _step(f"restart exited nodes: {', '.join(n.name for n in dead)}"):
+                self.cluster.engine.recover_nodes(self.cluster, dead)
+        return [n.name for n in dead]
 
     def wait_status(self, predicate, timeout: float, what: str):
         """Wait until the cluster status satisfies ``predicate``; return (status, seconds)."""

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the framework's local images from Debian packages (no registry needed):
 #   debootstrap --variant=minbase bookworm ROOTFS, then `tar | docker import`.
-# Each image is tagged with a content hash of its recipe (this file + the package list), so an
-# image is rebuilt exactly when its recipe changes and reused otherwise.
+# Each image is tagged with a content hash of its own recipe (the function that builds it + its
+# package list), so an image is rebuilt exactly when its recipe changes and reused otherwise;
+# editing another image's recipe leaves its tag alone.
 #
 # The toxiproxy image is the exception: a static Go binary (toxiproxy-server, pinned below, built
 # with `go install` and CGO_ENABLED=0) imported alone into an otherwise empty image (FROM scratch).
@@ -27,8 +28,9 @@ packages() {
 }
 
 tag_of() {
-  local name=$1 hash
-  hash=$( { cat "$here/build.sh"; packages "$name"; } | sha256sum | cut -c1-12)
+  local name=$1 hash builder=build_one
+  [ "$name" = toxiproxy ] && builder=build_toxiproxy
+  hash=$( { declare -f "$builder"; packages "$name"; } | sha256sum | cut -c1-12)
   echo "ndbchaos/$name:$hash"
 }
 

@@ -28,6 +28,31 @@ INACTIVE_TIMEOUT = 6.0  # evs.inactive_timeout
 INSTALL_TIMEOUT = 6.0  # evs.install_timeout
 WAIT_PRIM_TIMEOUT = 30.0  # pc.wait_prim_timeout (default): a joiner with no primary aborts after it
 
+def _put_file(container, path: str, data: bytes) -> None:
+    """Write a file into a (possibly stopped) container."""
+    import io
+    import tarfile
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(path.rsplit("/", 1)[1])
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    container.put_archive(path.rsplit("/", 1)[0], buf.getvalue())
+
+
+def _get_file(container, path: str) -> bytes:
+    """Read a file from a (possibly stopped) container; empty if it does not exist."""
+    import io
+    import tarfile
+    try:
+        stream, _ = container.get_archive(path)
+    except Exception:
+        return b""
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        member = tar.getmembers()[0]
+        return tar.extractfile(member).read()
+
+
 STATUS_VARS = ("wsrep_cluster_status", "wsrep_local_state_comment", "wsrep_ready", "wsrep_connected",
                "wsrep_cluster_size", "wsrep_cluster_conf_id", "wsrep_cluster_state_uuid",
                "wsrep_last_committed", "wsrep_local_state", "wsrep_evs_state")
@@ -229,34 +254,70 @@ class GaleraEngine(Engine):
 
     # -- expectations and recovery ----------------------------------------------------------
     def expectation(self, family: str, cluster, **kw) -> Expectation:
-        members = self.expected_members(cluster)
-        lost = int(kw.get("lost", 1))
+        """Expected outcome of a fault family, from the quorum rule and the configured timers.
+
+        Families map to lost votes: ``datanode_loss`` ``lost`` data nodes (default 1);
+        ``nodegroup_loss`` every data node (Galera has one group holding every replica);
+        ``mgmnode_loss`` / ``all_mgmnodes_loss`` garbd. ``members`` overrides the size of the last
+        primary component (e.g. after an earlier loss); ``graceful`` counts leavers as the quorum
+        rule does. Partitions: see ``partition_outcome``.
+        """
+        members = int(kw.get("members") or self.expected_members(cluster))
+        data = self.data_count(cluster.options)
+        lost = {"nodegroup_loss": data, "mgmnode_loss": 1, "all_mgmnodes_loss": 1}.get(family, kw.get("lost", 1))
+        lost = int(lost)
         remaining = members - lost
         # Quorum rule (pc_proto.cpp have_quorum): 2*W(remaining) + W(left gracefully) > W(last PC).
         graceful = bool(kw.get("graceful", False))
         quorum = 2 * remaining + (lost if graceful else 0) > members
-        rule = (f"Galera quorum: 2*W(remaining)+W(left gracefully) > W(last primary); "
-                f"2*{remaining}{' + ' + str(lost) if graceful else ''} {'>' if quorum else '<='} {members}")
+        # With no data node left, garbd alone may keep a component but there is nothing to serve.
+        data_left = data - (0 if family in ("mgmnode_loss", "all_mgmnodes_loss") else lost)
+        survives = quorum and data_left > 0
+        rule = (f"Galera quorum (reference/galera-and-python.md A1): 2*W(remaining)+W(left gracefully) > "
+                f"W(last primary); 2*{remaining}{' + ' + str(lost) if graceful else ''} "
+                f"{'>' if quorum else '<='} {members}" + ("" if data_left > 0 else "; no data node left"))
         # A silent or killed member is detected after evs.suspect_timeout (+ one check period);
         # if members disagree, evs.inactive_timeout is the hard limit, then install_timeout for the
         # new view. Writes everywhere can stall for that long (recovery.rst).
         detection = INACTIVE_TIMEOUT + INSTALL_TIMEOUT + INACTIVE_CHECK
-        # A restarted node must reach a primary within pc.wait_prim_timeout or it aborts; then a
-        # state transfer (IST for a short absence; rsync SST of a test-sized dataset otherwise).
-        recovery = WAIT_PRIM_TIMEOUT + 30.0
+        if family == "sqlnode_loss":
+            # No separate SQL node: the fault is on the client path (the engine is untouched), so
+            # the other endpoints must not notice; 2 s is 4x the smallest gap the availability
+            # checker calls an outage on an idle-free load.
+            return Expectation(
+                family=family, survivors_serve=True, cluster_survives=True,
+                rule="Galera has no separate SQL node; the lost SQL endpoint's client path does not "
+                     "involve the engine, so every other endpoint is unaffected",
+                detection_bound_s=2.0, recovery_bound_s=WAIT_PRIM_TIMEOUT, recovery="reconnect",
+                details={"members": members})
+        if survives:
+            # A restarted node must reach a primary within pc.wait_prim_timeout or it aborts;
+            # then a state transfer (IST for a short absence; rsync SST of a test dataset).
+            recovery, how = WAIT_PRIM_TIMEOUT + 30.0, "node_restart"
+        else:
+            # Bootstrap (GaleraEngine.bootstrap): a --wsrep-recover start per data node, the most
+            # advanced one forms the primary, the others join within pc.wait_prim_timeout each.
+            recovery, how = WAIT_PRIM_TIMEOUT * (data + 1) + 30.0, "bootstrap"
         return Expectation(
-            family=family, survivors_serve=quorum, cluster_survives=quorum, rule=rule,
-            detection_bound_s=detection, recovery_bound_s=recovery,
-            recovery="node_restart" if quorum else "bootstrap",
+            family=family, survivors_serve=survives, cluster_survives=survives, rule=rule,
+            detection_bound_s=detection, recovery_bound_s=recovery, recovery=how,
             details={"members": members, "lost": lost, "graceful": graceful,
                      "suspect_timeout_s": SUSPECT_TIMEOUT, "inactive_timeout_s": INACTIVE_TIMEOUT,
                      "install_timeout_s": INSTALL_TIMEOUT, "wait_prim_timeout_s": WAIT_PRIM_TIMEOUT},
         )
 
     def recover_nodes(self, cluster, nodes) -> None:
-        """Node restart: start the container again; mariadbd rejoins (IST or SST) by itself.
-        If no data node is left running the cluster needs a bootstrap, which pc.recovery does by
-        itself once every member of the last primary component is back (A4)."""
+        """Node restart: start the container again; mariadbd rejoins (IST or SST) from a serving
+        peer by itself. When no data node is left serving, that cannot work: the restarted nodes
+        re-form a component (with garbd, if it lived) that has no synced donor and wait for one
+        forever ("No donor candidates temporarily available"). Then the documented whole-cluster
+        procedure runs instead: ``bootstrap()``."""
+        names = {n.name for n in nodes}
+        others = [n for n in cluster.topology.data_nodes if n.name not in names]
+        serving = [n for n in others if self._serving(cluster, n)]
+        if any(n.role == T.DATA for n in nodes) and not serving:
+            self.bootstrap(cluster)
+            return
         for n in nodes:
             c = cluster.container(n)
             c.reload()
@@ -265,6 +326,61 @@ class GaleraEngine(Engine):
             elif c.status != "running":
                 c.start()
         cluster.discover()
+
+    def _serving(self, cluster, node) -> bool:
+        try:
+            if runtime.container_state(cluster.container(node)) != "running":
+                return False
+        except Exception:
+            return False
+        v = self.node_vars(node) if node.sql_port else {}
+        return v.get("wsrep_cluster_status", "").lower() == "primary" and v.get("wsrep_ready") == "ON"
+
+    def bootstrap(self, cluster, timeout: float = 180) -> dict:
+        """Whole-cluster recovery (reference/galera-and-python.md A4): stop every member, find
+        each data node's last committed position with ``mariadbd --wsrep-recover``, bootstrap the
+        most advanced one (safe_to_bootstrap=1, --wsrep-new-cluster), start the others (they
+        join by IST/SST), then garbd. Returns the positions and the chosen node."""
+        t0 = time.monotonic()
+        data = cluster.topology.data_nodes
+        members = data + cluster.topology.role(T.ARBITRATOR)
+        cluster.note("galera_bootstrap_begin")
+        for n in members:
+            self._drop_monitor(n.name)
+            c = cluster.container(n)
+            if runtime.container_state(c) == "paused":
+                c.unpause()
+            if runtime.container_state(c) == "running":
+                c.kill()  # nothing to save: the node is not serving, and a kill is what crashed it
+            c.wait(timeout=30)
+        positions = {}
+        for n in data:
+            c = cluster.container(n)
+            _put_file(c, "/var/lib/mysql/ndbchaos-recover", b"")
+            c.start()
+            c.wait(timeout=120)
+            pos = _get_file(c, "/var/lib/mysql/ndbchaos-recovered-position").decode().strip()
+            uuid, _, seqno = pos.rpartition(":")
+            positions[n.name] = int(seqno) if seqno.lstrip("-").isdigit() else -1
+        best = max(data, key=lambda n: (positions[n.name], -data.index(n)))
+        c = cluster.container(best)
+        _put_file(c, "/var/lib/mysql/ndbchaos-bootstrap", b"")
+        c.start()
+        cluster.discover()
+        deadline = time.monotonic() + timeout
+        while not self._serving(cluster, cluster.topology.node(best.name)):
+            if time.monotonic() > deadline:
+                raise ClusterNotReady(f"bootstrap of {best.name} did not form a primary component")
+            if runtime.container_state(c) in ("exited", "dead"):
+                raise ClusterNotReady(f"bootstrap of {best.name} failed: {c.logs(tail=5).decode()[-300:]}")
+            time.sleep(0.5)
+        for n in members:
+            if n.name != best.name:
+                cluster.container(n).start()
+        cluster.discover()
+        info = {"positions": positions, "bootstrapped": best.name, "seconds": round(time.monotonic() - t0, 2)}
+        cluster.note("galera_bootstrap_done", **info)
+        return info
 
     # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
     GCOMM_PORT = 4567  # data nodes and garbd alike listen for gcomm here

@@ -95,21 +95,37 @@ def normalize_subnet(value: str) -> str:
 
 
 # -- the survival rule (reference/ndb.md 5.1) ------------------------------------------------------
-def arbitration_check(groups: dict[int, set[int]], before: set[int], survivors: set[int]) -> tuple[str, str]:
+def arbitration_check(groups: dict[int, set[int]], before: set[int], survivors: set[int],
+                      order: str = "ndb.md") -> tuple[str, str]:
     """What one set of surviving data nodes decides after losing the others.
 
     ``groups``: node group -> its data node ids; ``before``: the data nodes that were alive before
     the failure; ``survivors``: the set that checks. Returns (outcome, ArbitResult text) with
-    outcome ``win`` | ``lose`` | ``arbitrate`` (ndb.md 5.1, steps 1-5, in that order).
+    outcome ``win`` | ``lose`` | ``arbitrate``.
+
+    ``order="ndb.md"`` (default): the steps of reference/ndb.md 5.1, in that order.
+    ``order="qmgr"``: the order of ``Qmgr::handleArbitCheck`` (storage/ndb/src/kernel/blocks/qmgr/
+    QmgrMain.cpp, read in the AKJUS/mysql-server mirror): 1) a node group fully dead -> lose
+    (missing node group); 2) else a node group fully alive -> win (node group majority), whatever
+    the count; 3) else more than half of the previously alive -> win (all node groups and more than
+    1/2); 4) fewer than half -> lose (less than 1/2); 5) exactly half -> arbitration. Both orders
+    give the same outcome on every NoOfReplicas=2 layout with all nodes alive before; the text of
+    a win differs (one of four data nodes lost: ndb.md's order says "all node groups and more than
+    1/2 nodes left", Qmgr says "node group majority", as the real log of bug #116350 in ndb.md 3.3
+    shows). "Fully alive" is taken as every configured member alive [UNVERIFIED: DBDIH's
+    CHECKNODEGROUPSREQ with the before-failure mask was not read].
     """
     if any(not (set(m) & survivors) for m in groups.values()):
         return "lose", "Arbitration check lost - missing node group"
     n, prev = len(survivors & before), len(before)
+    full = any(set(m) <= survivors for m in groups.values())
+    if order == "qmgr" and full:
+        return "win", "Arbitration check won - node group majority"
     if 2 * n < prev:
         return "lose", "Arbitration check lost - less than 1/2 nodes left"
     if 2 * n > prev:
         return "win", "Arbitration check won - all node groups and more than 1/2 nodes left"
-    if any(set(m) <= survivors for m in groups.values()):
+    if full:
         return "win", "Arbitration check won - node group majority"
     return "arbitrate", "Network partitioning - arbitration required"
 
@@ -123,6 +139,7 @@ class NdbEngine(Engine):
         self._mon: dict[str, object] = {}
         self._mon_lock = threading.Lock()
         self._clusterlog_applied: dict[str, str] = {}  # mgm node -> container StartedAt
+        self._shipped_cfg: dict[str, NdbConfig] = {}  # layout -> its shipped config.ini, for probe_ports
 
     # -- images and compose ---------------------------------------------------------------
     def image(self, options: dict) -> str:
@@ -501,6 +518,8 @@ class NdbEngine(Engine):
                 state = (str(row["status"]).lower() if row else "not connected")
                 ok = cstate == "running" and row is not None and row["status"] == "STARTED"
                 details["source"] = "ndbinfo"
+                if row is not None and row.get("start_phase") is not None:
+                    details["start_phase"] = int(row["start_phase"])
             else:
                 state, ok = ("unknown" if cstate == "running" else "down"), False
                 details["source"] = "none"
@@ -583,14 +602,37 @@ class NdbEngine(Engine):
             if self._clusterlog_applied.get(n.name) not in (None, started):
                 self._apply_clusterlog(cluster, n)
 
+    #: data node states (ndb_mgm status_string / ndbinfo.nodes.status, lower case) in which the
+    #: management server still counts the node as a member of the running cluster
+    MEMBER_STATES = ("started", "single user mode", "singleuser", "shutting down", "stopping_1", "stopping_2",
+                     "stopping_3", "stopping_4")
+
+    def _excluded(self, ns: NodeStatus) -> bool:
+        """Has the cluster let go of this (lost) node? ndb.md 5: a failed data node shows ``not
+        connected`` in ndb_mgm (no row in ndbinfo.nodes); an API/SQL or management node likewise
+        once its heartbeats stop. A node whose container is paused or cut off but which the
+        management server still reports as a member (``started``, an API ``connected``) is not
+        excluded yet: that is the heartbeat window (ndb.md 5.2)."""
+        if ns.healthy:
+            return False
+        state = (ns.state or "").split(" (", 1)[0].strip().lower()
+        if ns.role == T.DATA:
+            return state not in self.MEMBER_STATES and state not in ("unknown", "not reported")
+        if ns.role == T.SQL:
+            return (ns.details or {}).get("mgm_state") in (None, "not connected")
+        if ns.role == T.MGM:
+            return state != "connected"
+        return True
+
     def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
-        """The lost nodes are out (not started / not connected) and every other data node is
-        started again."""
+        """ndb.md 5: the lost nodes are out (a data node ``not connected`` in ndb_mgm, or no
+        ndbinfo.nodes row; not merely a stopped container that ndb_mgm still lists as started)
+        and every surviving data node is ``started``."""
         lost_set = set(lost)
         data = [n for n in status.nodes if n.role == T.DATA]
         gone = [n for n in status.nodes if n.node in lost_set]
         survivors = [n for n in data if n.node not in lost_set]
-        return (bool(survivors) and all(not n.healthy for n in gone)
+        return (bool(survivors) and all(self._excluded(n) for n in gone)
                 and all(n.healthy for n in survivors))
 
     # -- expectations ---------------------------------------------------------------------------
@@ -600,6 +642,9 @@ class NdbEngine(Engine):
             "heartbeat_db_s": cfg.data_param_ms("HeartbeatIntervalDbDb", 5000) / 1000.0,
             "heartbeat_api_s": cfg.data_param_ms("HeartbeatIntervalDbApi", 1500) / 1000.0,
             "arbitration_timeout_s": cfg.data_param_ms("ArbitrationTimeout", 7500) / 1000.0,
+            # Commits newer than the last global checkpoint may be lost when the whole cluster
+            # crashes (reference/ndb.md 7); the checker reports such losses apart.
+            "gcp_interval_s": cfg.data_param_ms("TimeBetweenGlobalCheckpoints", 2000) / 1000.0,
         }
 
     def _arbitrators(self, cfg: NdbConfig) -> list[int]:
@@ -608,7 +653,85 @@ class NdbEngine(Engine):
         cands = [n for n in cfg.nodes if n.type in ("MGM", "API") and n.arbitration_rank > 0]
         return [n.node_id for n in sorted(cands, key=lambda n: (n.arbitration_rank, n.node_id))]
 
+    #: keywords each family reads (others are accepted, ignored and listed in
+    #: ``details["ignored_keywords"]``, so a scenario written for any engine never crashes here)
+    FAMILY_KEYWORDS = {
+        "datanode_loss": ("nodes", "lost", "simultaneous", "arbitrator"),
+        "two_datanodes_different_ng": ("nodes", "simultaneous", "arbitrator"),
+        "nodegroup_loss": ("nodegroup", "arbitrator"),
+        "partition_halves_arbitrator_side": ("side", "arbitrator"),
+        "arbitrator_isolated": ("side", "arbitrator"),
+        "mgmnode_loss": ("nodes", "lost", "arbitrator"),
+        "all_mgmnodes_loss": ("arbitrator",),
+        "sqlnode_loss": ("nodes", "lost"),
+    }
+
     def expectation(self, family: str, cluster, **kw) -> Expectation:
+        """The expected outcome of a fault family (see ``FAMILIES``).
+
+        ``lost=<int>`` (the engine-neutral way scenarios say how many nodes a loss takes) is a
+        count for ``datanode_loss``, ``mgmnode_loss`` and ``sqlnode_loss`` when ``nodes`` is not
+        given: data nodes are then chosen one per node group first (round-robin in node id
+        order: data1, data3, data2, data4 on the default layout), management nodes the running
+        arbitrator first, SQL nodes in node id order. The outcome is computed for that choice and
+        ``details["lost_choice"]`` says so (another choice of the same count can differ on NDB).
+        Keywords a family does not read are ignored and listed in ``details["ignored_keywords"]``.
+        """
+        if family not in FAMILIES:
+            raise UsageError(f"no NDB expectation for fault family {family!r} (known: {', '.join(FAMILIES)})")
+        kw = dict(kw)
+        used = self.FAMILY_KEYWORDS.get(family, ())
+        ignored = sorted(k for k in kw if k not in used)
+        choice = None
+        if "lost" in used and kw.get("lost") is not None:
+            try:
+                count = int(kw["lost"])
+            except (TypeError, ValueError):
+                raise UsageError(f"{family}: lost={kw['lost']!r} is not a node count") from None
+            pool = self._lost_pool(family, cluster, kw)
+            if count < 1 or count > len(pool):
+                raise UsageError(f"{family}: lost={count}, but the layout has {len(pool)} such node(s)")
+            if kw.get("nodes"):
+                if len(kw["nodes"]) != count:
+                    raise UsageError(f"{family}: lost={count} but {len(kw['nodes'])} node(s) given")
+            else:
+                kw["nodes"] = pool[:count]
+                choice = {"count": count, "nodes": list(kw["nodes"]), "rule": self._LOST_CHOICE[family]}
+        exp = self._expectation(family, cluster, **kw)
+        if choice is not None:
+            exp.details["lost_choice"] = choice
+        if ignored:
+            exp.details["ignored_keywords"] = ignored
+        return exp
+
+    _LOST_CHOICE = {
+        "datanode_loss": ("a count only: one data node per node group first (round-robin in node id order); "
+                          "a different choice of as many nodes can have another outcome on NDB (ndb.md 5.1)"),
+        "mgmnode_loss": "a count only: the running arbitrator first, then by ArbitrationRank and node id",
+        "sqlnode_loss": "a count only: SQL nodes in node id order",
+    }
+
+    def _lost_pool(self, family: str, cluster, kw: dict) -> list[str]:
+        """Node names in the order ``lost=<count>`` takes them (see ``expectation``)."""
+        topo = cluster.topology
+        if family == "datanode_loss":
+            groups = [sorted(ms, key=lambda n: n.nodeid or 0) for _, ms in sorted(topo.nodegroups().items())]
+            out = []
+            for i in range(max((len(g) for g in groups), default=0)):
+                out += [g[i].name for g in groups if i < len(g)]
+            return out
+        if family == "mgmnode_loss":
+            cfg = self.config(cluster.options)
+            by_id = {n.nodeid: n for n in topo.role(T.MGM)}
+            arb = kw.get("arbitrator", next((i for i in self._arbitrators(cfg) if i in by_id), None))
+            if isinstance(arb, str):
+                arb = next((n.nodeid for n in topo.role(T.MGM) if n.name == arb), None)
+            rank = {n.node_id: n.arbitration_rank or 99 for n in cfg.mgm_nodes}
+            mgms = sorted(topo.role(T.MGM), key=lambda n: (n.nodeid != arb, rank.get(n.nodeid, 99), n.nodeid or 0))
+            return [n.name for n in mgms]
+        return [n.name for n in sorted(topo.role(T.SQL), key=lambda n: n.nodeid or 0)]
+
+    def _expectation(self, family: str, cluster, **kw) -> Expectation:
         if family not in FAMILIES:
             raise UsageError(f"no NDB expectation for fault family {family!r} (known: {', '.join(FAMILIES)})")
         topo = cluster.topology
@@ -740,6 +863,10 @@ class NdbEngine(Engine):
                 raise UsageError(f"nodegroup_loss: no node group {ng} (have {sorted(groups)})")
             exp = data_loss(set(groups[ng]), True, family)
             exp.details["nodegroup"] = ng
+            # Every data node shuts down: a whole-cluster crash, so the durability promise is
+            # "up to the last completed global checkpoint" (ndb.md 7). One interval, plus one
+            # for a GCP that was in flight at the crash.
+            exp.details["gcp_loss_window_s"] = 2 * tm["gcp_interval_s"]
             return exp
 
         if family in ("partition_halves_arbitrator_side", "arbitrator_isolated"):
@@ -879,3 +1006,307 @@ class NdbEngine(Engine):
         for n in [x for x in wanted if x.role not in (T.MGM, T.DATA)]:
             start(n)
         cluster.discover()
+
+    # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
+    #: ndb_mgmd's PortNumber default (8.4 manual; ndb.md 1.1: the image EXPOSEs 1186)
+    MGM_PORT_DEFAULT = 1186
+    #: the conventional data node ServerPort (ndb.md 1.1: the image EXPOSEs 2202); used only when
+    #: config.ini sets none (then the port is allocated dynamically and this one answers "refused",
+    #: which a probe still counts as reachable)
+    SERVER_PORT_DEFAULT = 2202
+
+    def _config_node(self, node: T.Node):
+        """The config.ini section of ``node`` (by node id and type), searching the layout in use
+        (NDBCHAOS_NDB_LAYOUT, else default) first, then the other layouts. Ports do not depend on
+        the subnet, so the shipped files are read as they are. (config node, its NdbConfig)."""
+        want = {T.MGM: "MGM", T.DATA: "NDB", T.SQL: "API"}.get(node.role)
+        try:
+            first = self.layout({})
+        except UsageError:
+            first = "default"
+        cache = self._shipped_cfg
+        for lay in [first] + [x for x in LAYOUTS if x != first]:
+            cfg = cache.get(lay)
+            if cfg is None:
+                cfg = cache[lay] = read_config(COMPOSE_DIR / LAYOUTS[lay][1])
+            if node.nodeid is not None:
+                cn = cfg.node(node.nodeid)
+                if cn is not None and cn.type == want:
+                    return cn, cfg
+        return None, cache[first]
+
+    def probe_ports(self, node) -> list[int]:
+        """Peer-facing port first (``network.py`` verifies a partition with a connect to ports[0]):
+
+        * management node: its ``PortNumber`` in config.ini (default 1186): data, SQL and the other
+          management node connect there;
+        * data node: its ``ServerPort`` in config.ini (2202 in ours, set in [ndbd default]): the
+          transporter port other data nodes and API/SQL nodes connect to;
+        * SQL node: the MySQL port 3306. A mysqld opens no NDB port of its own (it connects out to
+          1186 and the data nodes' ServerPort), so 3306 is the only port a peer can probe.
+        Only ports the process listens on are listed: probing a port nobody listens on answers
+        "refused", which the probe counts as reachable and would prove nothing about the path.
+        """
+        cn, cfg = self._config_node(node)
+        if node.role == T.MGM:
+            v = (cn.get("PortNumber") if cn is not None else None) or cfg.defaults.get("MGM", {}).get("portnumber")
+            return [int(v) if v else self.MGM_PORT_DEFAULT]
+        if node.role == T.DATA:
+            v = (cn.get("ServerPort") if cn is not None else None) or cfg.data_param("ServerPort")
+            return [int(v) if v else self.SERVER_PORT_DEFAULT]
+        if node.role == T.SQL:
+            return [self.sql_private_port]
+        raise UsageError(f"{node.name}: role {node.role!r} is not a node of an NDB cluster (no port to probe)")
+
+    def master_node(self, cluster):
+        """The master (president) data node: the ``*`` of ``ndb_mgm -e show`` (ndb.md 2.1) from
+        the first management node that answers; else ``ndbinfo.membership.president`` (ndb.md 4)
+        as an SQL node sees it, when every row agrees. None when neither answers or the id is
+        not a data node of the topology."""
+        topo = cluster.topology
+        data = {n.nodeid: n for n in topo.data_nodes}
+        try:
+            code, out, _ = self.mgm(cluster, "show")
+        except Exception:  # no Docker, a container vanished: no answer, not an error
+            code, out = -1, ""
+        if code == 0 and "Cluster Configuration" in out:
+            from ..ndb.mgm import parse_show
+            nid = parse_show(out).master
+            if nid in data:
+                return data[nid]
+        for n in sorted(topo.role(T.SQL), key=lambda n: n.nodeid or 0):
+            if not n.sql_port:
+                continue
+            v = self.sql_probe(n, full=True)
+            if "error" in v or not v.get("membership"):
+                continue
+            nid = ndbinfo.president(v["membership"])
+            if nid in data:
+                return data[nid]
+        return None
+
+    def options_from_topology(self, topology) -> dict:
+        """The options of the layout whose config.ini has exactly the topology's data node ids
+        (default 11-14, small 2-3; management and SQL node ids must belong to it too), plus
+        ``ndb_subnet`` when the nodes' addresses ("last octet = 100 + NodeId") are on another /24
+        than the layout's default. Raises UsageError for a shape no layout has."""
+        labelled = {(n.role, n.nodeid) for n in topology.nodes if n.role in (T.MGM, T.DATA, T.SQL)}
+        data_ids = {i for r, i in labelled if r == T.DATA}
+        if not data_ids or None in data_ids:
+            raise UsageError(f"project {topology.project}: no data nodes with an {T.NODEID} label; "
+                             "cannot tell the NDB layout")
+        kind = {"MGM": T.MGM, "NDB": T.DATA, "API": T.SQL}
+        found = None
+        for lay, (_, ini, _, net) in LAYOUTS.items():
+            cfg = read_config(COMPOSE_DIR / ini)
+            ids = {(kind[c.type], c.node_id) for c in cfg.nodes}
+            if {c.node_id for c in cfg.data_nodes} == data_ids and labelled <= ids:
+                found = (lay, net)
+                break
+        if found is None:
+            raise UsageError(f"project {topology.project}: node ids {sorted((r, i) for r, i in labelled)} match no "
+                             f"NDB layout ({', '.join(LAYOUTS)})")
+        lay, default_net = found
+        opts: dict = {"ndb_layout": lay}
+        prefixes = {n.ip.rsplit(".", 1)[0] for n in topology.nodes
+                    if n.ip and n.nodeid is not None and n.role in (T.MGM, T.DATA, T.SQL)
+                    and n.ip.rsplit(".", 1)[-1] == str(100 + n.nodeid)}
+        if len(prefixes) == 1:
+            net = prefixes.pop()
+            if net != default_net:
+                opts["ndb_subnet"] = normalize_subnet(net)
+        return opts
+
+    _NO_ARB = object()  # partition_outcome(arbitrator=...) not given: find the one in effect
+
+    def _running_arbitrator(self, cluster, candidates: list[int], by_id: dict) -> tuple[int | None, str]:
+        """The arbitrator in effect: what ndbinfo.arbitrator_validity_summary says through an SQL
+        node; else the first candidate by ArbitrationRank whose container runs; else, when no
+        container state can be read (no Docker), the first candidate of the configuration."""
+        for n in sorted(cluster.topology.role(T.SQL), key=lambda n: n.nodeid or 0):
+            if not n.sql_port:
+                continue
+            try:
+                v = self.sql_probe(n, full=True)
+            except Exception:
+                continue
+            if "error" not in v and v.get("arbitrator"):
+                arb = ndbinfo.arbitrator_summary(v["arbitrator"])
+                if arb["agreed"] and arb["arbitrator"] in by_id:
+                    return arb["arbitrator"], f"ndbinfo.arbitrator_validity_summary via {n.name}"
+        states = {}
+        for i in candidates:
+            try:
+                states[i] = runtime.container_state(cluster.container(by_id[i]))
+            except Exception:
+                states[i] = "gone"
+        running = [i for i in candidates if states[i] == "running"]
+        if running:
+            return running[0], "lowest ArbitrationRank among the running candidates"
+        if candidates and all(s == "gone" for s in states.values()):
+            return candidates[0], "lowest ArbitrationRank in config.ini (container states unknown)"
+        return None, "no arbitrator candidate is running"
+
+    def partition_outcome(self, cluster, components: list[list[str]], alive: list[str] | None = None,
+                          arbitrator=_NO_ARB) -> dict:
+        """Which components of a clean partition keep running, by NDB's arbitration (ndb.md 5.1).
+
+        Every component with data nodes checks, against the data nodes alive before (``alive``,
+        default: all of the topology; alive data nodes in no component count as lost), in the
+        order of QmgrMain.cpp handleArbitCheck (``arbitration_check(order="qmgr")``): a node group
+        with no member here -> lost; a node group complete here -> won (node-group majority);
+        more than half -> won; fewer than half -> lost; exactly half with every node group
+        present and none complete -> arbitration: the component that holds the arbitrator
+        in effect (``arbitrator=`` name/id/None, default: see ``_running_arbitrator``) gets the
+        yes, every other one shuts down with 2305; an arbitrator in no component reaches every
+        side and says yes to the first requester (``race``: exactly one of them keeps running).
+        Management and SQL nodes do not vote; an SQL node serves only in a component whose data
+        nodes keep running (or, in no component, when any component does).
+
+        Returns ``{"serving": [...], "stopped": [...], "rule": "...", "race": [...],
+        "decisions": [...], "arbitrator": id|None, "sql_serving": [...]}``.
+        """
+        topo = cluster.topology
+        cfg = self.config(cluster.options)
+        method = str(cfg.data_param("Arbitration", "Default")).strip().lower()
+        if method != "default":
+            raise UsageError(f"partition_outcome models Arbitration=Default only (config.ini has {method})")
+        by_name = {n.name: n for n in topo.nodes}
+        by_id = {n.nodeid: n for n in topo.nodes if n.nodeid is not None}
+        seen: set[str] = set()
+        for comp in components:
+            for name in comp:
+                if name not in by_name:
+                    raise UsageError(f"partition_outcome: no node named {name!r} (nodes: {', '.join(by_name)})")
+                if name in seen:
+                    raise UsageError(f"partition_outcome: {name} is in two components (not a clean partition)")
+                seen.add(name)
+        groups = {g: {m.nodeid for m in ms} for g, ms in topo.nodegroups().items()}
+        all_data = {n.nodeid for n in topo.data_nodes}
+        before = ({by_name[x].nodeid for x in alive} & all_data) if alive is not None else set(all_data)
+        candidates = [i for i in self._arbitrators(cfg) if i in by_id]
+        rank = {c.node_id: c.arbitration_rank for c in cfg.nodes}
+        if arbitrator is self._NO_ARB:
+            arb, arb_source = self._running_arbitrator(cluster, candidates, by_id)
+        else:
+            if arbitrator is None or isinstance(arbitrator, int):
+                arb = arbitrator
+            elif str(arbitrator) in by_name:
+                arb = by_name[str(arbitrator)].nodeid
+            else:
+                raise UsageError(f"partition_outcome: arbitrator {arbitrator!r} is not a node of the topology")
+            arb_source = "given"
+        arb_name = by_id[arb].name if arb in by_id else None
+        arb_comp = next((i for i, c in enumerate(components) if arb_name in c), None)
+
+        def cmp(n: int, prev: int) -> str:
+            return f"2*{n} {'>' if 2 * n > prev else '=' if 2 * n == prev else '<'} {prev}"
+
+        decisions, terms = [], []
+        arbitrating = []
+        for i, comp in enumerate(components):
+            ids = {by_name[x].nodeid for x in comp if by_name[x].role == T.DATA} & before
+            label = "{" + ",".join(comp) + "}"
+            if not ids:
+                decisions.append({"component": list(comp), "outcome": "stopped", "check": "no data nodes"})
+                terms.append(f"{label}: no live data node -> nothing runs here "
+                             "(its SQL nodes get 4009 'Cluster Failure' for NDB tables)")
+                continue
+            present = sorted(g for g, m in groups.items() if m & ids)
+            complete = sorted(g for g, m in groups.items() if m and m <= ids)
+            facts = (f"data nodes {','.join(str(x) for x in sorted(ids))} = {len(ids)} of {len(before)} "
+                     f"({cmp(len(ids), len(before))}), node groups present {present or 'none'}, "
+                     f"complete {complete or 'none'}")
+            if ids == before:
+                outcome, text = "win", "no data node lost: no arbitration check"
+            else:
+                outcome, text = arbitration_check(groups, before, ids, order="qmgr")
+            d = {"component": list(comp), "data_nodes": sorted(ids), "check": text}
+            if outcome == "arbitrate":
+                if arb is None:
+                    d.update(outcome="stopped", arbitration="Network partitioning - no arbitrator available",
+                             exit_code=2305)
+                    terms.append(f"{label}: {facts} -> '{text}'; no arbitrator -> "
+                                 "'Network partitioning - no arbitrator available' -> shutdown (2305)")
+                elif arb_comp == i:
+                    d.update(outcome="serving", arbitration=f"Arbitration won - positive reply from node {arb}")
+                    terms.append(f"{label}: {facts} -> '{text}'; arbitrator {arb_name} (node {arb}, rank "
+                                 f"{rank.get(arb)}) is here -> 'Arbitration won - positive reply from node {arb}'")
+                elif arb_comp is None and arb_name not in seen:
+                    d.update(outcome="race", arbitration=f"arbitrator node {arb} reaches every side: yes to the "
+                                                         "first requester only")
+                    arbitrating.append(i)
+                    terms.append(f"{label}: {facts} -> '{text}'; arbitrator {arb_name} (node {arb}) is in no "
+                                 "component and reaches every side -> yes only if this side asks first")
+                else:
+                    d.update(outcome="stopped", exit_code=2305,
+                             arbitration=(f"arbitrator node {arb} unreachable: 'Network partitioning - no "
+                                          "arbitrator available' or 'Arbitration lost - negative reply'"))
+                    terms.append(f"{label}: {facts} -> '{text}'; arbitrator {arb_name} (node {arb}) is not here "
+                                 "-> shutdown (2305)")
+            else:
+                d.update(outcome="serving" if outcome == "win" else "stopped",
+                         **({} if outcome == "win" else {"exit_code": 2305}))
+                terms.append(f"{label}: {facts} -> '{text}'" + (" -> shutdown (2305)" if outcome == "lose" else ""))
+            decisions.append(d)
+        serving = [list(components[i]) for i, d in enumerate(decisions) if d["outcome"] == "serving"]
+        stopped = [list(components[i]) for i, d in enumerate(decisions) if d["outcome"] == "stopped"]
+        race = [list(components[i]) for i in arbitrating]
+        lost = sorted(before - {by_name[x].nodeid for x in seen if x in by_name})
+        sql_serving = sorted(x for c in serving for x in c if by_name[x].role == T.SQL)
+        if serving or race:
+            sql_serving += sorted(n.name for n in topo.role(T.SQL) if n.name not in seen)
+        notes = ["management and SQL nodes do not vote; an SQL node serves only in a component whose data "
+                 "nodes keep running"]
+        if lost:
+            notes.append(f"live data nodes in no component count as lost: {','.join(map(str, lost))}")
+        untouched = {n.name for n in topo.nodes if n.name not in seen}
+        for comp in serving:
+            if arb is not None and arb_name not in comp and arb_name not in untouched:
+                nxt = [c for c in candidates if c != arb and (by_id[c].name in comp or by_id[c].name in untouched)]
+                after = f"node {nxt[0]}" if nxt else "none: it runs without one"
+                notes.append(f"{{{','.join(comp)}}} no longer reaches arbitrator node {arb}: its president selects "
+                             f"the next candidate it reaches ({after})")
+        if arb is not None and len(candidates) > 1 and any("arbitration" in d for d in decisions):
+            notes.append(f"assumes the data nodes see the split before they notice the loss of arbitrator node {arb} "
+                         "[UNVERIFIED timing: management/API links and data node links have their own heartbeats]; "
+                         "if the president loses the arbitrator first it selects the next candidate it reaches and "
+                         "the side that holds that one wins instead")
+        rule = ("reference/ndb.md 5.1 (arbitration check per component of data nodes, in the order of "
+                "QmgrMain.cpp handleArbitCheck; alive before: "
+                f"{len(before)}; node groups {'; '.join(f'{g}:{sorted(m)}' for g, m in groups.items())}; "
+                f"arbitrator {arb_name or 'none'}{f' (node {arb})' if arb is not None else ''}, {arb_source}): "
+                + "; ".join(terms) + ". " + "; ".join(notes))
+        return {"serving": serving, "stopped": stopped, "race": race, "rule": rule, "decisions": decisions,
+                "arbitrator": arb, "arbitrator_source": arb_source, "lost_data_nodes": lost,
+                "sql_serving": sql_serving}
+
+    def node_rejoining(self, status, node: str) -> bool:
+        """Is ``node`` in the middle of recovery, as the NDB status shows it?
+
+        * data node: its container runs and it is in a start phase: ``starting`` in ndb_mgm
+          (``Node N: starting (Last completed phase P)``, ndb.md 2.2) or ndbinfo.nodes
+          ``start_phase`` > 0 / status STARTING (ndb.md 4, 7);
+        * SQL node: mysqld runs but does not yet see every data node that the status shows
+          started: it answers SQL and its ndbinfo.nodes misses one of them, or it does not answer
+          SQL yet while ndb_mgm already lists its API node id as connected (mysqld accepts clients
+          only after ndb-wait-connected, ndb.md 6.3);
+        * management node: the base rule (container running, not healthy, not down).
+        """
+        ns = status.node(node)
+        if ns.container != "running" or ns.healthy:
+            return False
+        d = ns.details or {}
+        state = (ns.state or "").lower()
+        if ns.role == T.DATA:
+            phase = d.get("start_phase")
+            return state.startswith("starting") or (isinstance(phase, int) and phase > 0
+                                                     and not state.startswith(self.MEMBER_STATES))
+        if ns.role == T.SQL:
+            started = {x.details.get("nodeid") for x in status.nodes if x.role == T.DATA and x.healthy}
+            started.discard(None)
+            if "ndbinfo_nodes" in d:
+                sees = {int(r["node_id"]) for r in d["ndbinfo_nodes"] if str(r.get("status")) == "STARTED"}
+                return bool(started - sees)
+            return state == "unreachable" and d.get("mgm_state") == "connected"
+        return super().node_rejoining(status, node)

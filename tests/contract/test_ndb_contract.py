@@ -11,7 +11,10 @@ readiness and status (all data nodes started, every SQL node sees them in ndbinf
 agreed arbitrator = mgm1 by ArbitrationRank), SQL through both SQL nodes on an NDBCLUSTER table,
 the cluster log parsed into events, then SIGKILL of one data node against
 ``expectation("datanode_loss")``: detected within its bound, survivors serve, the expected cluster
-log events, node restart within the recovery bound.
+log events, node restart within the recovery bound. Then the fault catalogue's facts: the ports
+``probe_ports`` names accept connections from peers, ``master_node`` agrees with ndb_mgm and
+ndbinfo.membership, ``options_from_topology`` reproduces the layout, ``partition_outcome`` reads
+the arbitrator from ndbinfo, and a restarted data node is seen ``node_rejoining``.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import pytest
 
 from ndbchaos import runtime
 from ndbchaos.engines import get_engine
-from ndbchaos.engines.ndb import NdbEngine, missing_image_message
+from ndbchaos.engines.ndb import LAYOUTS, NdbEngine, missing_image_message
 from ndbchaos.events import KINDS
 
 pytestmark = [pytest.mark.ndb_contract, pytest.mark.docker]
@@ -147,3 +150,59 @@ def test_kill_one_data_node_matches_expectation(cluster, follower):
     assert any(e["kind"] == "node_started" and e["node"] == 11 for e in evs)
     print(f"kill->detected {took:.1f}s (bound {exp.detection_bound_s:.1f}s); node restart {recovered:.1f}s "
           f"(bound {exp.recovery_bound_s:.0f}s); total {time.monotonic() - t0:.1f}s")
+
+
+def _connects(cluster, src: str, dst: str, port: int) -> tuple[bool, str]:
+    """A TCP connect from inside ``src``'s container to ``dst``'s cluster address (bash's
+    /dev/tcp; the image is Oracle Linux with bash and coreutils)."""
+    ip = cluster.topology.node(dst).ip
+    code, out = runtime.exec_in(cluster.container(cluster.topology.node(src)),
+                                ["bash", "-c", 'timeout 3 bash -c "exec 3<>/dev/tcp/$0/$1" && echo open', ip, str(port)],
+                                timeout=15)
+    return code == 0 and "open" in out, out.strip()[-200:]
+
+
+def test_fault_catalogue_facts_live(cluster):
+    """probe_ports name ports that listen; master_node agrees with ndb_mgm and ndbinfo;
+    options_from_topology reproduces the running shape; partition_outcome reads the arbitrator
+    from ndbinfo."""
+    eng = cluster.engine
+    cluster.wait_healthy(120)
+    for src, dst in (("sql1", "data1"), ("sql1", "mgm1"), ("data1", "data3"), ("data1", "sql2"), ("mgm2", "data4")):
+        port = eng.probe_ports(cluster.topology.node(dst))[0]
+        ok, out = _connects(cluster, src, dst, port)
+        assert ok, f"{src} -> {dst}:{port} did not connect: {out}"
+    st = cluster.status()
+    master = eng.master_node(cluster)
+    assert master is not None and master.nodeid == st.summary["master"] == st.summary["president"]
+    want = {"ndb_layout": eng.layout(cluster.options)}
+    if eng.subnet(cluster.options) != LAYOUTS[want["ndb_layout"]][3]:
+        want["ndb_subnet"] = eng.subnet(cluster.options)
+    assert eng.options_from_topology(cluster.topology) == want
+    out = eng.partition_outcome(cluster, [["data1", "data3", "mgm1"], ["data2", "data4"]])
+    assert out["arbitrator"] == 1 and out["arbitrator_source"].startswith("ndbinfo")
+    assert out["serving"] == [["data1", "data3", "mgm1"]]
+
+
+def test_restarting_data_node_is_seen_rejoining(cluster):
+    """node_rejoining is true during the node restart's start phases (ndb.md 7), which is when
+    KillDuringRecovery strikes a second time; loss_detected first (ndb.md 5)."""
+    eng = cluster.engine
+    cluster.wait_healthy(120)
+    victim = cluster.topology.node("data2")
+    exp = eng.expectation("datanode_loss", cluster, nodes=["data2"])
+    cluster.container(victim).kill(signal="SIGKILL")
+    cluster.wait_for(lambda s: eng.loss_detected(s, ["data2"]), timeout=exp.detection_bound_s + 30,
+                     poll=0.25, what="loss of data2 detected")
+    eng.recover_nodes(cluster, [victim])
+    seen, states = False, []
+    deadline = time.monotonic() + exp.recovery_bound_s
+    while time.monotonic() < deadline:
+        st = cluster.status()
+        states.append(st.node("data2").state)
+        seen = seen or eng.node_rejoining(st, "data2")
+        if st.healthy:
+            break
+        time.sleep(0.2)
+    assert st.healthy, st.problems
+    assert seen, f"data2 never seen in a start phase; states: {sorted(set(states))}"

@@ -1,0 +1,464 @@
+"""``ndbchaos bench``: this load generator against sysbench, on the same SQL node, at equal
+concurrency, with the same statements, alternating runs of equal length.
+
+Two tests, each a single statement per operation on sysbench's ``sbtest1`` table:
+
+- ``point_select``: ``SELECT c FROM sbtest1 WHERE id=?`` (sysbench ``oltp_point_select``, our
+  ``oltp_point_select`` workload);
+- ``update_pk``: ``UPDATE sbtest1 SET c=? WHERE id=?`` (sysbench ``oltp_update_non_index``, our
+  ``oltp_update_non_index``). The non-index update is the update by primary key of the published
+  MySQL Cluster benchmark (reference/field-tests.md section 3: a non-indexed column, found by PK,
+  no batching); ``oltp_update_index`` updates ``k``, which also maintains the secondary index
+  ``k_1`` and so measures index maintenance as well.
+
+Throughput is counted by the server, identically for both clients: the SQL node's ``Com_select``
+/ ``Com_update`` counters are read at the start and the end of a measuring window that opens only
+once every client connection is running (clients keep running a little before and after it). The
+clients' own counts (sysbench's summary, our history) are reported beside it as a cross-check.
+CPU time per statement is read from /proc for the client processes (our workers, sysbench), the
+cluster's containers (the database) and the docker-proxy of the published port.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from .errors import NdbChaosError, UsageError
+
+log = logging.getLogger("ndbchaos")
+
+TESTS = {
+    # name: (sysbench script, our workload, server counter)
+    "point_select": ("oltp_point_select", "oltp_point_select", "Com_select"),
+    "update_pk": ("oltp_update_non_index", "oltp_update_non_index", "Com_update"),
+}
+COUNTERS = ("Com_select", "Com_update", "Questions")
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass
+class BenchConfig:
+    seconds: float = 10.0
+    threads: int = 4
+    rounds: int = 3
+    warmup: float = 3.0
+    processes: int | None = None  # our worker processes (None: auto)
+    table_size: int = 10000
+    project: str | None = None
+    keep: bool = False
+    settle: float = 1.0  # seconds between "all clients running" and the window's start
+    checker_ops: int = 1_000_000
+    tests: tuple[str, ...] = ("point_select", "update_pk")
+
+
+@dataclass
+class Sample:
+    client: str  # "ours" | "ours-norec" | "sysbench"
+    test: str
+    rate: float  # statements/s counted by the server in the window
+    window: float
+    client_rate: float | None = None  # the client's own count (ok ops/s), when it has one
+    errors: int = 0
+    cpu_us: dict = field(default_factory=dict)  # CPU microseconds per statement, by part
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+def split_threads(threads: int, processes: int | None = None, cores: int | None = None) -> tuple[int, int]:
+    """(processes, connections per process) for ``threads`` connections in total.
+
+    Default: as many processes as cores (the GIL lets one process use one core), each with an
+    equal share of the connections; ``processes`` must divide ``threads``."""
+    if threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if processes is not None:
+        if processes < 1 or threads % processes:
+            raise UsageError(f"--processes {processes} must divide --threads {threads}")
+        return processes, threads // processes
+    cores = cores or os.cpu_count() or 1
+    p = max(d for d in range(1, min(threads, cores) + 1) if threads % d == 0)
+    return p, threads // p
+
+
+def ensure_sysbench() -> str:
+    """The sysbench binary; installed with apt-get when missing and we are root, else an error."""
+    path = shutil.which("sysbench")
+    if path:
+        return path
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    if not is_root or not shutil.which("apt-get"):
+        raise NdbChaosError("sysbench is not installed; install it (Debian/Ubuntu: apt-get install sysbench) and retry")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    r = subprocess.run(["apt-get", "install", "-y", "-q", "sysbench"], env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, text=True)
+        r = subprocess.run(["apt-get", "install", "-y", "-q", "sysbench"], env=env, capture_output=True, text=True)
+    path = shutil.which("sysbench")
+    if r.returncode != 0 or not path:
+        last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
+        raise NdbChaosError(f"sysbench is not installed and apt-get install sysbench failed: {last[0]}")
+    return path
+
+
+def sysbench_version(path: str) -> str:
+    try:
+        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+    except Exception:
+        return "sysbench (version unknown)"
+
+
+def proc_cpu(pids) -> float:
+    """CPU seconds (user + system) used so far by these processes (all their threads)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                parts = fh.read().rsplit(")", 1)[1].split()
+            total += int(parts[11]) + int(parts[12])  # utime, stime (fields 14, 15)
+        except (OSError, IndexError, ValueError):
+            pass
+    return total / CLK_TCK
+
+
+def docker_proxy_pids(port: int) -> list[int]:
+    """The docker-proxy processes that publish ``port`` (none when the userland proxy is off)."""
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    needle = f"-host-port\0{port}\0".encode()
+    for e in entries:
+        if not e.isdigit():
+            continue
+        try:
+            with open(f"/proc/{e}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:
+            continue
+        if cmd.startswith(b"/usr/bin/docker-proxy") or b"docker-proxy\0" in cmd[:80]:
+            if needle in cmd:
+                out.append(int(e))
+    return out
+
+
+def container_pids(project: str) -> list[int]:
+    from . import runtime
+    pids = []
+    for c in runtime.project_containers(project):
+        try:
+            c.reload()
+            pid = int(c.attrs.get("State", {}).get("Pid") or 0)
+        except Exception:
+            pid = 0
+        if pid > 0:
+            pids.append(pid)
+    return pids
+
+
+def loadavg() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+class Counters:
+    """Reads the SQL node's statement counters over one connection of its own."""
+
+    def __init__(self, port: int):
+        from .sqlconn import connect
+        self.conn = connect(port, "chaos", "chaos", "ndbchaos", read_timeout=30, write_timeout=30)
+        self.sql = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
+                    + ",".join(f"'{c}'" for c in COUNTERS) + ")")
+
+    def read(self) -> tuple[float, dict]:
+        cur = self.conn.cursor()
+        t0 = time.monotonic()
+        cur.execute(self.sql)
+        rows = cur.fetchall()
+        t1 = time.monotonic()
+        cur.close()
+        return (t0 + t1) / 2, {k: int(v) for k, v in rows}
+
+    def close(self):
+        try:
+            self.conn.close()
+        except Exception:
+            pass
+
+
+class Meter:
+    """One measuring window: server counters and CPU of the parts, at open and at close."""
+
+    def __init__(self, counters: Counters, parts: dict[str, list[int]]):
+        self.counters, self.parts = counters, parts
+
+    def open(self):
+        self.cpu0 = {k: proc_cpu(p) for k, p in self.parts.items()}
+        self.t0, self.c0 = self.counters.read()
+
+    def close(self, counter: str) -> tuple[float, float, dict]:
+        t1, c1 = self.counters.read()
+        cpu1 = {k: proc_cpu(p) for k, p in self.parts.items()}
+        window = t1 - self.t0
+        n = c1[counter] - self.c0[counter]
+        cpu = {k: (cpu1[k] - self.cpu0[k]) * 1e6 / n if n > 0 else None for k in self.parts}
+        return n / window, window, cpu
+
+
+# -- one run of each client ----------------------------------------------------------------------
+
+def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict, record: bool,
+             seconds: float, seed: int = 0, params: dict | None = None) -> Sample:
+    from .clock import RunClock
+    from .workload import get_workload
+    from .workload.runner import ClientOptions, WorkloadRunner
+    _sb, wl_name, counter = TESTS[test]
+    procs, conns = split_threads(cfg.threads, cfg.processes)
+    wl = get_workload(wl_name, **{"table_size": cfg.table_size, "create": False, **(params or {})})
+    clock = RunClock()
+    runner = WorkloadRunner(wl, [ep], clock, processes=procs, connections=conns,
+                            options=ClientOptions(engine="galera", record=record, seed=seed))
+    try:
+        runner.start()
+        deadline = time.monotonic() + 60
+        while runner.last_ok(ep.node) < 0:
+            if time.monotonic() > deadline or not any(p.is_alive() for p in runner._procs):
+                raise NdbChaosError(f"our {wl_name} load made no successful operation on {ep.node} within 60 s")
+            time.sleep(0.05)
+        time.sleep(cfg.settle)  # every connection is up (spawned processes connect within this)
+        meter = Meter(counters, {"client": [p.pid for p in runner._procs], **server_pids})
+        meter.open()
+        t0 = clock.at(meter.t0)
+        time.sleep(seconds)
+        rate, window, cpu = meter.close(counter)
+        t1 = clock.at(meter.t0 + window)
+        history = runner.stop()
+    except BaseException:
+        runner.kill()
+        raise
+    client_rate = None
+    errors = 0
+    if record:
+        cols = history.cols
+        end, typ = cols.end, cols.type
+        ok = sum(1 for i in range(len(end)) if typ[i] == 0 and t0 <= end[i] <= t1)
+        errors = sum(1 for x in typ if x != 0)
+        client_rate = ok / (t1 - t0)
+    return Sample("ours" if record else "ours-norec", test, rate, window, client_rate, errors, cpu)
+
+
+_SB_QUERIES = re.compile(r"queries:\s+(\d+)\s+\(([\d.]+) per sec")
+_SB_ERRORS = re.compile(r"ignored errors:\s+(\d+)")
+
+
+def sysbench_cmd(path: str, test: str, ep, cfg: BenchConfig, seconds: float) -> list[str]:
+    script = TESTS[test][0]
+    return [path, script, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={ep.port}",
+            "--mysql-user=chaos", "--mysql-password=chaos", "--mysql-db=ndbchaos",
+            "--tables=1", f"--table-size={cfg.table_size}", f"--threads={cfg.threads}",
+            f"--time={int(math.ceil(seconds))}", "--rand-type=uniform", "--report-interval=0", "run"]
+
+
+def run_sysbench(path: str, test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict,
+                 seconds: float) -> Sample:
+    counter = TESTS[test][2]
+    total = cfg.settle + seconds + 1.0
+    proc = subprocess.Popen(sysbench_cmd(path, test, ep, cfg, total), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    try:
+        time.sleep(cfg.settle)  # sysbench connects every thread before its first event
+        if proc.poll() is not None:
+            out = proc.stdout.read()
+            raise NdbChaosError(f"sysbench exited early: {_last_line(out)}")
+        meter = Meter(counters, {"client": [proc.pid], **server_pids})
+        meter.open()
+        time.sleep(seconds)
+        rate, window, cpu = meter.close(counter)
+        out, _ = proc.communicate(timeout=total + 30)
+    except BaseException:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise NdbChaosError(f"sysbench failed (exit {proc.returncode}): {_last_line(out)}")
+    m = _SB_QUERIES.search(out)
+    e = _SB_ERRORS.search(out)
+    return Sample("sysbench", test, rate, window, float(m.group(2)) if m else None,
+                  int(e.group(1)) if e else 0, cpu)
+
+
+def _last_line(out: str) -> str:
+    lines = [x for x in (out or "").strip().splitlines() if x.strip()]
+    return lines[-1] if lines else "no output"
+
+
+# -- the whole bench -----------------------------------------------------------------------------
+
+def _fmt_cpu(cpu: dict) -> str:
+    return " ".join(f"{k}={v:.0f}" for k, v in cpu.items() if v is not None)
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else float("nan")
+
+
+def run_bench(cfg: BenchConfig, out=print) -> dict:
+    """Run the whole bench; print progress and the figures through ``out``; return them."""
+    import mysql.connector
+
+    from .cluster import Cluster
+    from .engines import get_engine
+    from .workload import get_workload
+    from .workload.runner import Endpoint
+
+    if cfg.seconds <= 0 or cfg.rounds < 1:
+        raise UsageError("--seconds must be positive and --rounds at least 1")
+    procs, conns = split_threads(cfg.threads, cfg.processes)
+    sb = ensure_sysbench()
+    out(f"bench: load average {loadavg()} on {os.cpu_count()} cores before the bench")
+    out(f"bench: {sysbench_version(sb)}; mysql-connector {mysql.connector.__version__}, "
+        f"C extension {'in use' if mysql.connector.HAVE_CEXT else 'MISSING (pure Python)'}")
+    results: dict = {"config": cfg.__dict__.copy(), "samples": []}
+    cluster = Cluster(get_engine("galera"), {"keep": cfg.keep}, project=cfg.project)
+    reused = bool(cfg.project)
+    counters = None
+    try:
+        t0 = time.monotonic()
+        if reused:
+            cluster.discover()
+            cluster.wait_healthy(60)
+            out(f"bench: reusing cluster {cluster.project}")
+        else:
+            out(f"bench: starting a Galera cluster, project {cluster.project} ...")
+            cluster.up()
+            out(f"bench: cluster ready in {time.monotonic() - t0:.1f} s")
+        node = sorted(cluster.topology.sql_nodes, key=lambda n: n.name)[0]
+        ep = Endpoint(node.name, node.sql_port)
+        out(f"bench: SQL node {node.name} at 127.0.0.1:{node.sql_port}; {cfg.threads} connections each "
+            f"(ours: {procs} process(es) x {conns} thread(s)); {cfg.seconds:g} s windows, {cfg.rounds} round(s), "
+            f"warm-up {cfg.warmup:g} s; sbtest1 with {cfg.table_size} rows")
+        # the table, identical to sysbench's (explicit ids 1..table_size)
+        from .clock import RunClock
+        from .workload.runner import WorkloadRunner
+        WorkloadRunner(get_workload("oltp", table_size=cfg.table_size), [ep], RunClock()).setup(ep, "InnoDB")
+        counters = Counters(ep.port)
+        server = {"server": container_pids(cluster.project)}
+        px = docker_proxy_pids(ep.port)
+        if px:
+            server["proxy"] = px
+        if cfg.warmup > 0:
+            out("bench: warm-up ...")
+            for test in cfg.tests:
+                run_ours(test, ep, cfg, counters, server, record=False, seconds=cfg.warmup)
+                run_sysbench(sb, test, ep, cfg, counters, server, cfg.warmup)
+        for test in cfg.tests:
+            for r in range(1, cfg.rounds + 1):
+                row = []
+                # ours / sysbench / ours without recording, reversed every other round, so a
+                # steady drift of the host's load biases neither comparison
+                order = ("ours", "sysbench", "ours-norec") if r % 2 else ("ours-norec", "sysbench", "ours")
+                for client in order:
+                    if client == "sysbench":
+                        s = run_sysbench(sb, test, ep, cfg, counters, server, cfg.seconds)
+                    else:
+                        s = run_ours(test, ep, cfg, counters, server, record=(client == "ours"),
+                                     seconds=cfg.seconds, seed=r)
+                    results["samples"].append(s)
+                    row.append(s)
+                    extra = f", client count {s.client_rate:.0f}/s" if s.client_rate is not None else ""
+                    out(f"{test} round {r}: {s.client:<10} {s.rate:8.0f} stmt/s{extra}, errors {s.errors}; "
+                        f"cpu us/stmt {_fmt_cpu(s.cpu_us)}")
+    finally:
+        if counters is not None:
+            counters.close()
+        if reused or cfg.keep:
+            out(f"bench: cluster kept: project {cluster.project}")
+        elif cluster.started:
+            cluster.down()
+            out(f"bench: cluster {cluster.project} removed")
+    summary = summarize(results["samples"], cfg.tests)
+    results["summary"] = summary
+    for test in cfg.tests:
+        s = summary[test]
+        out(f"throughput_{test} ours={s['ours']:.0f}/s sysbench={s['sysbench']:.0f}/s "
+            f"ours_without_recording={s['ours-norec']:.0f}/s (statements/s counted by the server, mean of {cfg.rounds})")
+        out(f"client_cpu_us_per_stmt_{test} ours={s['cpu_ours']:.1f} sysbench={s['cpu_sysbench']:.1f}; "
+            f"server={s['cpu_server_ours']:.1f} vs {s['cpu_server_sysbench']:.1f}"
+            + (f"; proxy={s['cpu_proxy_ours']:.1f} vs {s['cpu_proxy_sysbench']:.1f}" if 'cpu_proxy_ours' in s else ""))
+    for test in cfg.tests:
+        s = summary[test]
+        out(f"recording_overhead_{test}={s['recording_overhead'] * 100:.1f}% "
+            f"(median over rounds of 1 - ours with per-op recording / ours without: "
+            f"{', '.join(f'{x * 100:.1f}%' for x in s['overheads'])}"
+            + (f"; by CPU: {s['recording_cpu_us']:+.1f} us client CPU per statement = "
+               f"{s['recording_overhead_cpu'] * 100:+.1f}% of a statement's CPU" if "recording_cpu_us" in s else "")
+            + ")")
+    results["checker"] = checker_figure(cfg.checker_ops, out)
+    out(f"bench: load average {loadavg()} after the bench")
+    for test in cfg.tests:
+        s = summary[test]
+        out(f"per_round_ratio_{test}={','.join(f'{x:.2f}' for x in s['ratios'])}")
+    for test in cfg.tests:
+        out(f"ratio_{test}={summary[test]['ratio']:.2f}")
+    return results
+
+
+def summarize(samples: list[Sample], tests) -> dict:
+    """Per test: mean rates, and the ratio and recording overhead as medians of per-round values.
+
+    Runs alternate (ours, sysbench, ours without recording; reversed in even rounds), so a
+    per-round ratio compares runs seconds apart; the median over rounds resists a burst of load
+    from elsewhere."""
+    out = {}
+    for test in tests:
+        by = {c: [s for s in samples if s.test == test and s.client == c] for c in ("ours", "sysbench", "ours-norec")}
+        d = {c: _mean([s.rate for s in v]) for c, v in by.items()}
+        ratios = [o.rate / s.rate for o, s in zip(by["ours"], by["sysbench"]) if s.rate]
+        overheads = [1 - o.rate / n.rate for o, n in zip(by["ours"], by["ours-norec"]) if n.rate]
+        d["ratios"] = ratios
+        d["overheads"] = overheads
+        d["ratio"] = statistics.median(ratios) if ratios else float("nan")
+        d["recording_overhead"] = statistics.median(overheads) if overheads else float("nan")
+        for part in ("client", "server", "proxy"):
+            for c in ("ours", "sysbench", "ours-norec"):
+                vals = [s.cpu_us.get(part) for s in by[c]]
+                if any(v is not None for v in vals):
+                    d[f"cpu_{part}_{c}" if part != "client" else f"cpu_{c}"] = _mean(vals)
+        # the recording overhead from CPU time instead of throughput (far less noisy on a shared
+        # host): extra client CPU per statement over the whole CPU cost of a statement
+        if "cpu_ours" in d and "cpu_ours-norec" in d:
+            total = sum(d.get(k, 0.0) for k in ("cpu_ours", "cpu_server_ours", "cpu_proxy_ours"))
+            d["recording_cpu_us"] = d["cpu_ours"] - d["cpu_ours-norec"]
+            d["recording_overhead_cpu"] = d["recording_cpu_us"] / total if total else float("nan")
+        out[test] = d
+    return out
+
+
+def checker_figure(n_ops: int, out=print) -> dict | None:
+    try:
+        from .checks.bench import bench_checker
+    except ImportError as e:
+        out(f"checker_{n_ops}_ops: not measured (ndbchaos.checks.bench is not available: {e})")
+        return None
+    res = bench_checker(n_ops)
+    out(f"checker_{n_ops}_ops seconds={res.get('check_s')} peak_mb={res.get('check_peak_mb')} "
+        f"(tracemalloc peak; resident peak {res.get('rss_peak_during_check_mb')} MB; "
+        f"Recorder.record {res.get('record_ok_ns_per_op')} ns/op)")
+    return res

@@ -1,0 +1,224 @@
+"""Benchmarks of the history and the checkers on a synthetic ledger history.
+
+    from ndbchaos.checks.bench import bench_checker
+    bench_checker(1_000_000)   # {"check_s": ..., "check_peak_mb": ..., ...}
+
+or ``python -m ndbchaos.checks.bench [N] [--parse]``.
+
+Memory is measured with ``tracemalloc`` (peak of traced allocations, Python objects and numpy
+buffers, while ``check_history`` runs, in a second run so tracing does not slow the timed one);
+On Linux ``rss_peak_during_check_mb`` is the process' resident high-water mark (VmHWM, reset
+through /proc/self/clear_refs just before) while checking: the History in memory plus everything
+the checks allocate; ``rss_before_check_mb`` the resident size with the History built.
+``build_maxrss_mb`` is ``resource.getrusage().ru_maxrss`` before the checks: the peak of building
+the synthetic history (the generator, not the checker).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+
+from ..history import ErrorInfo, History, Recorder
+
+
+def synthetic_ledger(n_ops: int = 1_000_000, processes: int = 32, rate: float = 10_000.0,
+                     reads: int = 8, seed: int = 7) -> tuple[History, list[dict]]:
+    """A ledger history of about n_ops ops with one fault window, and the window.
+
+    ``rate`` total ops/s (so the run lasts n_ops / rate seconds); ``reads`` ok reads spread over
+    the run plus a final one, each listing the ids acknowledged before it started. During the
+    first 5 % of the fault every op fails (half of the inserts indeterminate); afterwards the
+    ops of SQL node ``sql1`` fail until the heal."""
+    rng = np.random.default_rng(seed)
+    dur = n_ops / rate
+    n_ins = n_ops - reads - 1
+    start = np.sort(rng.uniform(0.0, dur, n_ins))
+    lat = rng.lognormal(np.log(0.002), 0.5, n_ins)
+    f0, f1 = 0.40 * dur, 0.55 * dur
+    node = rng.integers(0, 3, n_ins)
+    hard = (start >= f0) & (start < f0 + 0.05 * (f1 - f0))
+    partial = (start >= f0) & (start < f1) & (node == 0)
+    lat[hard] = rng.uniform(0.5, 2.0, int(hard.sum()))
+    end = start + lat
+    typ = np.zeros(n_ins, dtype=np.int64)
+    bad = hard | partial
+    typ[bad] = np.where(rng.random(int(bad.sum())) < 0.5, 2, 1)
+    proc = rng.integers(0, processes, n_ins)
+    names = ("sql1", "sql2", "sql3")
+    types = ("ok", "fail", "info")
+    e_fail = ErrorInfo(1297, 4010, "temporary", "Got temporary error 4010 'Node failure caused abort of transaction' from NDBCLUSTER")
+    e_info = ErrorInfo(2013, None, "unknown", "Lost connection to MySQL server during query")
+
+    recs = [Recorder() for _ in range(processes)]
+    rec = [r.record for r in recs]
+    for i, (p, s, e, t, nd) in enumerate(zip(proc.tolist(), start.tolist(), end.tolist(), typ.tolist(), node.tolist())):
+        rec[p](p, "insert", i, types[t], s, e, names[nd], None if t == 0 else (e_fail if t == 1 else e_info))
+    # reads: ids acknowledged before the read started, plus the indeterminate inserts that
+    # "landed" (every other one)
+    landed = (typ == 0) | ((typ == 2) & (np.arange(n_ins) % 2 == 0))
+    ok_idx = np.flatnonzero(landed)
+    ok_end = end[ok_idx]
+    order = np.argsort(ok_end)
+    sorted_ids, sorted_end = ok_idx[order], ok_end[order]
+    rp = processes  # a reader process of its own
+    r = Recorder()
+    for k in range(1, reads + 2):
+        rs = dur * k / (reads + 1) + (0.05 if k <= reads else 0.01)
+        upto = np.searchsorted(sorted_end, rs, "left")
+        ids = np.sort(sorted_ids[:upto]).tolist()
+        r.record(rp, "read", ids, "ok", rs, rs + 0.02 + len(ids) * 2e-8, names[k % 3], None)
+    recs.append(r)
+    h = History.merge("ledger", {"processes": processes + 1, "rate": rate / processes}, recs)
+    return h, [{"kind": "kill", "start": f0, "end": f1, "targets": ["ndbd-1"]}]
+
+
+def _status_kb(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def _rss_kb() -> int | None:
+    return _status_kb("VmRSS")
+
+
+def _hwm_kb() -> int | None:
+    return _status_kb("VmHWM")
+
+
+def _reset_hwm() -> bool:
+    """Reset the resident high-water mark (Linux: echo 5 > /proc/self/clear_refs)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def bench_record(n: int = 200_000) -> dict:
+    """ns per ``Recorder.record`` call (best of 5), ok ops with int values and mixed ops."""
+    e = ErrorInfo(1297, 4010, "temporary", "Got temporary error 4010")
+    out = {}
+    for label, err_every in (("record_ok_ns_per_op", 0), ("record_mixed_ns_per_op", 7)):
+        best = float("inf")
+        for _ in range(5):
+            r = Recorder()
+            rec = r.record
+            t0 = time.perf_counter_ns()
+            if err_every:
+                for i in range(n):
+                    if i % err_every:
+                        rec(3, "insert", i, "ok", 1.0, 1.001, "sql1", None)
+                    else:
+                        rec(3, "read", None, "fail", 1.0, 1.001, "sql2", e)
+            else:
+                for i in range(n):
+                    rec(3, "insert", i, "ok", 1.0, 1.001, "sql1", None)
+            r.flush()
+            best = min(best, (time.perf_counter_ns() - t0) / n)
+        out[label] = round(best, 1)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter_ns()
+        for i in range(n):
+            pass
+        best = min(best, (time.perf_counter_ns() - t0) / n)
+    out["empty_loop_ns_per_op"] = round(best, 1)
+    return out
+
+
+def bench_checker(n_ops: int = 1_000_000, record: bool = True) -> dict:
+    """Check a synthetic n_ops ledger history in memory: seconds and peak memory.
+
+    Returns ``check_s`` (wall seconds of ``check_history``, best of two), ``check_peak_mb``
+    (tracemalloc peak during a third, traced run), the verdict's headline, and with ``record``
+    the ``Recorder.record`` cost in ns/op (measured first, on a small heap)."""
+    from . import check_history
+    out_record = bench_record() if record else {}
+    t0 = time.perf_counter()
+    h, windows = synthetic_ledger(n_ops)
+    build_s = time.perf_counter() - t0
+    gc.collect()
+    build_maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    rss_reset = _reset_hwm()
+    rss0 = _rss_kb()
+    check_s = float("inf")
+    for _ in range(2):
+        gc.collect()
+        t0 = time.perf_counter()
+        verdict = check_history(h, windows)
+        check_s = min(check_s, time.perf_counter() - t0)
+        del verdict
+    rss1 = _hwm_kb() if rss_reset else None
+    gc.collect()
+    tracemalloc.start()
+    verdict = check_history(h, windows)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    d = verdict["checks"]["durability"]
+    out = {
+        "n_ops": len(h),
+        "check_s": round(check_s, 3),
+        "check_peak_mb": round(peak / 2**20, 1),
+        "memory_method": "tracemalloc peak during check_history (separate untimed run)",
+        "valid": verdict["valid"],
+        "lost": d["lost"], "indeterminate": d["indeterminate"],
+        "indeterminate_present": d["details"]["indeterminate_present"],
+        "build_synthetic_s": round(build_s, 3),
+        "rss_before_check_mb": None if rss0 is None else round(rss0 / 1024, 1),
+        "rss_peak_during_check_mb": None if rss1 is None else round(rss1 / 1024, 1),
+        "build_maxrss_mb": round(build_maxrss / 1024, 1),
+    }
+    out.update(out_record)
+    return out
+
+
+def bench_parse(n_ops: int = 1_000_000, directory: str | None = None) -> dict:
+    """Write a synthetic history as JSONL and as gzip JSONL, then time reading each back."""
+    h, _ = synthetic_ledger(n_ops)
+    out = {"n_ops": len(h)}
+    with tempfile.TemporaryDirectory(dir=directory) as d:
+        for label, name in (("jsonl", "h.jsonl"), ("gzip", "h.jsonl.gz")):
+            path = os.path.join(d, name)
+            t0 = time.perf_counter()
+            h.write_jsonl(path)
+            out[f"{label}_write_s"] = round(time.perf_counter() - t0, 3)
+            out[f"{label}_mb"] = round(os.path.getsize(path) / 2**20, 1)
+            gc.collect()
+            t0 = time.perf_counter()
+            h2 = History.read_jsonl(path)
+            out[f"{label}_parse_s"] = round(time.perf_counter() - t0, 3)
+            assert len(h2) == len(h)
+            del h2
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+    args = list(sys.argv[1:] if argv is None else argv)
+    parse = "--parse" in args
+    args = [a for a in args if a != "--parse"]
+    n = int(float(args[0])) if args else 1_000_000
+    res = bench_checker(n)
+    if parse:
+        res.update({f"parse_{k}" if k != "n_ops" else k: v for k, v in bench_parse(n).items()})
+    print(json.dumps(res, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

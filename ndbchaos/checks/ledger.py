@@ -1,0 +1,216 @@
+"""Durability of the ledger workload: no acknowledged insert may disappear.
+
+Ops: ``insert`` with the id as value; ``read`` with the list of ids present. The final read is
+the last ok read (by completion time).
+
+- lost: ids with an ok insert that completed before the final read started, absent from it.
+- unconfirmed: ids whose ok insert completed after the final read started and are absent
+  (concurrent with the read: not judged).
+- phantom: ids in any ok read that no insert ever attempted.
+- indeterminate: ids whose inserts were all ``info``; never counted lost. How many of them the
+  final read shows (they landed) and how many it does not is reported.
+- failed_present: ids whose inserts all failed definitely (``fail``) but that an ok read shows: a
+  "definite" failure that took effect, i.e. an error misclassified or a real anomaly.
+- Engine promise (NDB): with options ``gcp_loss_window_s`` and ``cluster_crash_at`` (a time or a
+  list of times), a lost id acknowledged within the window before a crash is
+  ``explained_by_gcp`` and does not make the verdict invalid; every other lost id is
+  ``unexplained``.
+
+Valid: False if unexplained lost, phantom or failed_present > 0; "unknown" with no ok read;
+else True. Every count comes with a bounded ``*_examples`` list.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import UNKNOWN, Verdict
+from ..history import NO_INT, HistoryFormatError, _Ints
+from .frame import FAIL, INFO, OK, Frame, int_values
+
+
+LIFT = ("lost", "phantom", "indeterminate", "unexplained", "explained_by_gcp", "failed_present")
+
+
+def _examples(n: int) -> int:
+    return max(0, int(n))
+
+
+def _gcp(opts: dict):
+    x, t = opts.get("gcp_loss_window_s"), opts.get("cluster_crash_at")
+    if x is None and t is None:
+        return None
+    if x is None or t is None:
+        raise ValueError("gcp_loss_window_s and cluster_crash_at go together")
+    ts = t if isinstance(t, (list, tuple)) else [t]
+    for v in [x, *ts]:
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+            raise ValueError("gcp_loss_window_s and cluster_crash_at must be numbers (seconds)")
+    if x < 0:
+        raise ValueError("gcp_loss_window_s must not be negative")
+    return float(x), [float(v) for v in ts]
+
+
+def _read_ids(fr: Frame, k: int) -> np.ndarray:
+    """Ids of the read at frame position k as an int64 array."""
+    c = fr.history.cols
+    row = int(fr.rows[k])
+    v = c.ival[row]
+    val = c.objs.get(row) if v == NO_INT else v
+    if type(val) is _Ints:
+        return np.frombuffer(val, dtype=np.int64).copy()
+    if isinstance(val, list):
+        if not val:
+            return np.empty(0, dtype=np.int64)
+        try:
+            return np.array(val, dtype=np.int64)
+        except (TypeError, ValueError, OverflowError):
+            raise HistoryFormatError(f"ledger read (op {k}) holds a non-integer id") from None
+    raise HistoryFormatError(f"ledger ok read (op {k}) must have the list of ids as value, not {type(val).__name__}")
+
+
+def _uniq(a: np.ndarray) -> np.ndarray:
+    """Sorted unique values (sort based: faster than np.unique's hash path for int64 ids)."""
+    if len(a) == 0:
+        return a.copy()
+    a = np.sort(a)
+    keep = np.empty(len(a), dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
+def _isin_sorted(x: np.ndarray, sorted_ref: np.ndarray) -> np.ndarray:
+    if len(sorted_ref) == 0:
+        return np.zeros(len(x), dtype=bool)
+    i = np.searchsorted(sorted_ref, x)
+    i[i == len(sorted_ref)] = 0
+    return sorted_ref[i] == x
+
+
+def check(fr: Frame, opts: dict) -> Verdict:
+    nex = _examples(opts.get("examples", 20))
+    gcp = _gcp(opts)
+    ins = fr.mask_f("insert")
+    reads = fr.mask_f("read")
+    ids = int_values(fr, ins)
+    if ids is None:
+        raise HistoryFormatError("ledger insert values must be integer ids")
+    ins_pos = np.flatnonzero(ins)
+    ins_type = fr.type[ins]
+    ins_end = fr.end[ins]
+
+    ok_read_pos = np.flatnonzero(reads & (fr.type == OK))
+    counts = {"inserts": int(ins.sum()), "ok": int((ins_type == OK).sum()), "fail": int((ins_type == FAIL).sum()),
+              "info": int((ins_type == INFO).sum()), "reads": int(reads.sum()), "ok_reads": int(len(ok_read_pos))}
+
+    attempted = _uniq(ids)
+    ok_ids = _uniq(ids[ins_type == OK])
+    info_ids = _uniq(ids[ins_type == INFO])
+    info_ids = info_ids[~_isin_sorted(info_ids, ok_ids)]
+    fail_only = _uniq(ids[ins_type == FAIL])
+    fail_only = fail_only[~_isin_sorted(fail_only, ok_ids) & ~_isin_sorted(fail_only, info_ids)]
+
+    base = {"counts": counts, "attempted": int(len(attempted)), "acknowledged": int(len(ok_ids))}
+    if len(ok_read_pos) == 0:
+        details = {**base, "final_read": None, "lost": None, "phantom": None, "indeterminate": int(len(info_ids)),
+                   "reason": "no successful read: cannot tell what survived"}
+        return Verdict("durability", UNKNOWN, "no ok read in the history, so nothing can be said about lost writes",
+                       details, lift=LIFT)
+
+    # Phantoms and failed-but-present over every ok read.
+    phantom_set: set[int] = set()
+    failed_seen: set[int] = set()
+    for k in ok_read_pos[:-1]:
+        r = _read_ids(fr, int(k))
+        phantom_set.update(r[~_isin_sorted(r, attempted)].tolist())
+        if len(fail_only):
+            failed_seen.update(r[_isin_sorted(r, fail_only)].tolist())
+
+    fk = int(ok_read_pos[-1])
+    final = _read_ids(fr, fk)
+    phantom_set.update(final[~_isin_sorted(final, attempted)].tolist())
+    if len(fail_only):
+        failed_seen.update(final[_isin_sorted(final, fail_only)].tolist())
+    final_u = _uniq(final)
+    duplicates = int(len(final) - len(final_u))
+    del final, attempted
+    f_start, f_end = float(fr.start[fk]), float(fr.end[fk])
+
+    # Acknowledged before the final read started: each id's earliest ok ack.
+    ok_m = ins_type == OK
+    ok_ids_all, ok_ends_all, ok_pos_all = ids[ok_m], ins_end[ok_m], ins_pos[ok_m]
+    order = np.lexsort((ok_ends_all, ok_ids_all))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = ok_ids_all[order][1:] != ok_ids_all[order][:-1]
+    sel = order[first]  # per id, its earliest ok insert
+    acked_id, acked_end, acked_pos = ok_ids_all[sel], ok_ends_all[sel], ok_pos_all[sel]
+    del ok_ids_all, ok_ends_all, ok_pos_all, order, first, sel, ids, ins_end, ins_pos
+    present = _isin_sorted(acked_id, final_u)
+    before = acked_end < f_start
+    lost_m = before & ~present
+    unconfirmed_m = ~before & ~present
+
+    lost_pos = acked_pos[lost_m]
+    lost_end = acked_end[lost_m]
+    explained_m = np.zeros(len(lost_pos), dtype=bool)
+    if gcp is not None:
+        x, crashes = gcp
+        for t in crashes:
+            explained_m |= (lost_end >= t - x) & (lost_end <= t)
+
+    info_present = _isin_sorted(info_ids, final_u)
+
+    def op_examples(pos: np.ndarray) -> list[dict]:
+        out = []
+        for p in pos[np.argsort(fr.end[pos], kind="stable")][:nex].tolist():
+            n = int(fr.node[p])
+            out.append({"id": int(fr.history.cols.ival[int(fr.rows[p])]), "end": round(float(fr.end[p]), 6),
+                        "node": fr.node_names[n] if n >= 0 else None, "process": int(fr.process[p])})
+        return out
+
+    phantom = sorted(phantom_set)
+    failed_present = sorted(failed_seen)
+    n_lost = int(lost_m.sum())
+    n_expl = int(explained_m.sum())
+    n_unexpl = n_lost - n_expl
+    n = fr.node[fk]
+    details = {
+        **base,
+        "final_read": {"start": round(f_start, 6), "end": round(f_end, 6),
+                       "node": fr.node_names[n] if n >= 0 else None, "ids": int(len(final_u))},
+        "lost": n_lost,
+        "lost_examples": op_examples(lost_pos),
+        "unexplained": n_unexpl,
+        "unexplained_examples": op_examples(lost_pos[~explained_m]),
+        "explained_by_gcp": n_expl,
+        "explained_by_gcp_examples": op_examples(lost_pos[explained_m]),
+        "gcp": None if gcp is None else {"gcp_loss_window_s": gcp[0], "cluster_crash_at": gcp[1]},
+        "phantom": len(phantom),
+        "phantom_examples": phantom[:nex],
+        "indeterminate": int(len(info_ids)),
+        "indeterminate_present": int(info_present.sum()),
+        "indeterminate_absent": int(len(info_ids) - info_present.sum()),
+        "indeterminate_present_examples": info_ids[info_present][:nex].tolist(),
+        "failed_present": len(failed_present),
+        "failed_present_examples": failed_present[:nex],
+        "unconfirmed": int(unconfirmed_m.sum()),
+        "unconfirmed_examples": op_examples(acked_pos[unconfirmed_m]),
+        "duplicates_in_final_read": duplicates,
+    }
+    bad = []
+    if n_unexpl:
+        bad.append(f"{n_unexpl} acknowledged insert(s) lost" + (" (not explained by the GCP window)" if gcp else ""))
+    if len(phantom):
+        bad.append(f"{len(phantom)} phantom id(s) never inserted")
+    if len(failed_present):
+        bad.append(f"{len(failed_present)} insert(s) that failed definitely are present")
+    valid = not bad
+    summ = (f"{len(ok_ids)} acknowledged, final read at {f_end:.3f} s has {len(final_u)} ids; "
+            f"lost {n_lost}" + (f" ({n_expl} explained by GCP, {n_unexpl} unexplained)" if gcp else "")
+            + f", phantom {len(phantom)}, indeterminate {len(info_ids)} ({int(info_present.sum())} landed)")
+    if bad:
+        summ = "; ".join(bad) + " -- " + summ
+    return Verdict("durability", valid, summ, details, lift=LIFT)

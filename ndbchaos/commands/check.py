@@ -1,0 +1,103 @@
+"""ndbchaos check: judge a recorded history offline and print the verdict as JSON.
+
+Exit status: 0 valid; 1 invalid or unknown (a checker could not decide, e.g. no successful read:
+a gate must not pass on that); 2 the history or windows file is unreadable or malformed (one line
+on stderr naming the file and line).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..errors import UsageError
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "check", help="check a recorded history file and print the verdict as JSON",
+        description="Reads a history (JSON Lines, plain or gzip; docs/history-format.md), runs every "
+                    "checker relevant to its workload and prints the composed verdict as JSON on stdout "
+                    "and a one-line summary per checker on stderr. Exit 0 valid, 1 invalid or unknown, "
+                    "2 unreadable or malformed input.")
+    p.add_argument("history", metavar="HISTORY", help="history file (.jsonl or .jsonl.gz)")
+    p.add_argument("--windows", metavar="FILE.json",
+                   help='fault windows: [{"kind": str, "start": s, "end": s|null, "targets": [node]}] '
+                        '(or {"windows": [...]}), seconds on the history clock')
+    p.add_argument("--bucket-ms", type=float, default=100.0, metavar="N",
+                   help="availability series bucket width in ms (default 100)")
+    p.add_argument("--max-outage", type=float, metavar="S",
+                   help="availability is invalid when the longest global outage exceeds S seconds")
+    p.add_argument("--gcp-loss-window", type=float, metavar="S",
+                   help="NDB: lost writes acknowledged within S seconds before --cluster-crash-at are "
+                        "reported as explained_by_gcp (the engine's promise, e.g. 2.0)")
+    p.add_argument("--cluster-crash-at", type=float, action="append", metavar="T",
+                   help="run time of a whole-cluster crash (repeatable)")
+    p.add_argument("--compact", action="store_true", help="print the JSON on one line")
+    p.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
+    p.set_defaults(func=run)
+
+
+def load_windows(path: str):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot open: {e.strerror or e}") from None
+    except (ValueError, UnicodeDecodeError) as e:
+        line = getattr(e, "lineno", None)
+        raise UsageError(f"{path}:{line or 1}: not JSON: {e}") from None
+    from ..checks.frame import WindowError, parse_windows
+    try:
+        return [w.to_json() for w in parse_windows(data)]
+    except WindowError as e:
+        raise UsageError(f"{path}: {e}") from None
+
+
+def run(args) -> int:
+    from ..checks import check_history
+    from ..history import History, HistoryFormatError
+
+    if not args.bucket_ms > 0:
+        raise UsageError("--bucket-ms must be positive")
+    if (args.gcp_loss_window is None) != (args.cluster_crash_at is None):
+        raise UsageError("--gcp-loss-window and --cluster-crash-at go together")
+    windows = load_windows(args.windows) if args.windows else None
+    options = {"bucket_ms": args.bucket_ms}
+    if args.max_outage is not None:
+        options["max_outage_s"] = args.max_outage
+    if args.gcp_loss_window is not None:
+        options["gcp_loss_window_s"] = args.gcp_loss_window
+        options["cluster_crash_at"] = args.cluster_crash_at
+    try:
+        history = History.read_jsonl(args.history)
+        verdict = check_history(history, windows, options)
+    except HistoryFormatError as e:
+        raise UsageError(str(e)) from None
+    except ValueError as e:  # options or windows the checkers cannot use
+        raise UsageError(f"{args.history}: {e}") from None
+    out = json.dumps(verdict, separators=(",", ":")) if args.compact else pretty(verdict)
+    sys.stdout.write(out + "\n")
+    sys.stdout.flush()
+    if not args.quiet:
+        word = {True: "VALID", False: "INVALID"}.get(verdict["valid"], "UNKNOWN")
+        print(f"ndbchaos check: {args.history}: {word} ({verdict['ops']} ops, workload {verdict['workload']})",
+              file=sys.stderr)
+        for line in verdict["summary"]:
+            print(f"  {line}", file=sys.stderr)
+    return 0 if verdict["valid"] is True else 1
+
+
+def pretty(obj, indent: int = 2, _level: int = 0) -> str:
+    """JSON with nested objects indented but lists of scalars kept on one line."""
+    pad, inner = " " * (indent * _level), " " * (indent * (_level + 1))
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        items = [f"{inner}{json.dumps(str(k))}: {pretty(v, indent, _level + 1)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(obj, (list, tuple)):
+        if all(not isinstance(x, (dict, list, tuple)) for x in obj):
+            return json.dumps(list(obj), separators=(", ", ": "))
+        return "[\n" + ",\n".join(inner + pretty(x, indent, _level + 1) for x in obj) + "\n" + pad + "]"
+    return json.dumps(obj)

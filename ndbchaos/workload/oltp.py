@@ -1,0 +1,450 @@
+"""oltp: sysbench's OLTP scripts on its ``sbtest`` table, with the same statements.
+
+One operation is one sysbench *event*: for ``read_write`` a whole transaction (by default 18
+statements inside BEGIN/COMMIT: 10 point selects, 4 range selects, an index update, a non-index
+update, a delete and an insert), for ``point_select`` one ``SELECT c FROM sbtest1 WHERE id=?``,
+for ``update_non_index`` one ``UPDATE sbtest1 SET c=? WHERE id=?``. The schema, the statements and
+the parameters (``table_size``, ``range_size``, ``point_selects``, ``simple_ranges``, ...) are
+those of sysbench 1.0's ``oltp_common.lua``, so ``ndbchaos bench`` can run both against the same
+table and compare throughput statement for statement (reference/anchors.md section 9).
+
+Registered names, one per sysbench script: ``oltp`` / ``oltp_read_write``, ``oltp_read_only``,
+``oltp_write_only``, ``oltp_point_select``, ``oltp_update_index``, ``oltp_update_non_index``
+(``oltp`` takes ``mode=`` to pick any of them).
+
+Recorded values: a point select or a single update records its row id; a transaction records
+the 62-bit seed from which every id and string of that transaction is drawn
+(``Oltp.plan(seed)`` rebuilds its statement list).
+
+Differences from sysbench, on purpose: ids are uniform over ``1..table_size`` (sysbench
+``--rand-type=uniform``; sysbench 1.0 defaults to ``special``), the table is loaded with explicit
+ids ``1..table_size`` (sysbench ``--auto_inc=off``: with auto-increment, Galera's
+``wsrep_auto_increment_control`` leaves gaps so most point selects would miss), one table.
+
+The hot path talks to the C extension's handle directly (``FastSQL``); see there why.
+"""
+
+from __future__ import annotations
+
+import random
+
+from . import register
+from .base import Workload, bulk_insert
+
+_DIGITS = "0123456789"
+
+
+# -- the fast SQL path ---------------------------------------------------------------------------
+
+class Stmt:
+    """One SQL statement with DB-API ``%s`` placeholders, pre-split for the fast path."""
+
+    __slots__ = ("text", "plain", "fmt", "qmark", "nparams")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.plain = text.encode()
+        self.nparams = text.count("%s")
+        self.fmt = text.encode().replace(b"%", b"%%").replace(b"%%s", b"%s")
+        self.qmark = text.encode().replace(b"%s", b"?")  # for server-side prepared statements
+
+    def render(self, escape, params) -> bytes:
+        """The statement as bytes with literal values (ints as digits, str escaped and quoted)."""
+        if not params:
+            return self.plain
+        return self.fmt % tuple(b"%d" % p if type(p) is int else _quote(escape, p) for p in params)
+
+    def __repr__(self) -> str:
+        return f"Stmt({self.text!r})"
+
+
+def _quote(escape, v) -> bytes:
+    if v is None:
+        return b"NULL"
+    if isinstance(v, int):  # bool and int subclasses
+        return b"%d" % int(v)
+    if isinstance(v, float):
+        return repr(v).encode()
+    if isinstance(v, str):
+        v = v.encode()
+    return b"'" + escape(v) + b"'"
+
+
+_NO_ATTRS: list = []  # query attributes for MySQLPrepStmt.stmt_execute (omitting them crashes 9.7)
+
+
+class FastSQL:
+    """Run statements through the C extension's connection handle, skipping the cursor layer.
+
+    Why: with mysql-connector's C extension, ``cursor.execute(sql, params)`` + ``fetchall()``
+    costs about 100 us of client CPU per point select, of which about 60 us is the Python cursor
+    and connection layer (statement splitting, parameter conversion, result bookkeeping, the
+    OpenTelemetry wrapper). ``_mysql_connector.MySQL.query`` + ``fetch_row`` on the same
+    connection does the same round trip (libmysqlclient, same read/write timeouts) for about
+    40 us. On a 2-core host shared with the database, client CPU is throughput. Errors are
+    ``_mysql_connector.MySQLInterfaceError`` with ``errno``, ``msg`` and ``sqlstate``, which
+    ``sqlconn.error_fields`` and ``classify`` read like any connector error.
+
+    ``ps=True`` uses server-side prepared statements (binary protocol), prepared once per
+    connection and statement, as sysbench does by default (``--db-ps-mode=auto``): the server
+    skips parsing, about 15 us of server CPU per point select here. (The connector's own
+    ``cursor(prepared=True)`` sends a COM_STMT_RESET before every execution, an extra round trip,
+    which made it slower than plain text queries.) A lost connection surfaces as error 2013 on
+    the next execution; the runner then reconnects with a new cursor, which drops the cache.
+
+    Anything that is not a C-extension cursor (the pure-Python connector, a test double) goes
+    through ``cursor.execute(stmt.text, params)`` instead, with the same statements.
+    One instance per workload instance (the runner builds one workload per connection).
+    """
+
+    __slots__ = ("ps", "_cur", "_cm", "_stmts")
+
+    def __init__(self, ps: bool = False):
+        self.ps = bool(ps)
+        self._cur = None
+        self._cm = None
+        self._stmts: dict = {}
+
+    def handle(self, cur):
+        """The ``_mysql_connector.MySQL`` of ``cur``'s connection, or None (use the cursor)."""
+        if cur is not self._cur:
+            self._cur = cur
+            self._stmts = {}
+            cm = None
+            cnx = getattr(cur, "_connection", None)
+            if cnx is not None:
+                try:
+                    cm = getattr(cnx, "_cmysql", None)
+                except ReferenceError:  # weak proxy to a closed connection
+                    cm = None
+            self._cm = cm if cm is not None and hasattr(cm, "fetch_row") and hasattr(cm, "stmt_prepare") else None
+        return self._cm
+
+    def prepared(self, cm, stmt: Stmt):
+        """The server-side prepared statement of ``stmt`` on this connection (prepared once)."""
+        st = self._stmts.get(stmt)
+        if st is None:
+            st = self._stmts[stmt] = cm.stmt_prepare(stmt.qmark)
+        return st
+
+    def rows(self, cur, stmt: Stmt, params=()) -> list:
+        """Run a statement that returns rows; return them as a list of tuples."""
+        cm = self.handle(cur)
+        if cm is None:
+            cur.execute(stmt.text, params) if params else cur.execute(stmt.text)
+            return list(cur.fetchall())
+        if self.ps:
+            src = self.prepared(cm, stmt)
+            src.stmt_execute(*params, query_attrs=_NO_ATTRS)
+        else:
+            cm.query(stmt.render(cm.escape_string, params))
+            src = cm
+        out = []
+        if src.have_result_set:
+            fetch = src.fetch_row
+            r = fetch()
+            while r is not None:
+                out.append(r)
+                r = fetch()
+            src.free_result()
+        return out
+
+    def run(self, cur, stmt: Stmt, params=()) -> int:
+        """Run a statement without rows; return the affected row count."""
+        cm = self.handle(cur)
+        if cm is None:
+            cur.execute(stmt.text, params) if params else cur.execute(stmt.text)
+            if getattr(cur, "with_rows", False):
+                cur.fetchall()
+            return getattr(cur, "rowcount", -1)
+        if self.ps and stmt.nparams:
+            st = self.prepared(cm, stmt)
+            st.stmt_execute(*params, query_attrs=_NO_ATTRS)
+            if st.have_result_set:
+                while st.fetch_row() is not None:
+                    pass
+                st.free_result()
+                return -1
+            return cm.affected_rows()
+        cm.query(stmt.render(cm.escape_string, params))
+        if cm.have_result_set:
+            cm.consume_result()
+            return -1
+        return cm.affected_rows()
+
+    def insert_id(self, cur) -> int | None:
+        cm = self.handle(cur)
+        if cm is None:
+            return getattr(cur, "lastrowid", None)
+        return cm.insert_id()
+
+    def rollback(self, cur) -> None:
+        """Best-effort ROLLBACK after a failed transaction (errors ignored)."""
+        try:
+            cm = self.handle(cur)
+            if cm is None:
+                cur.execute("ROLLBACK")
+            else:
+                cm.query(b"ROLLBACK")
+        except Exception:
+            pass
+
+
+# -- sysbench's values ---------------------------------------------------------------------------
+
+def rand_template(rng: random.Random, groups: int) -> str:
+    """sysbench's c / pad value: ``groups`` groups of 11 random digits joined by '-'."""
+    return "-".join("%011d" % rng.randrange(100_000_000_000) for _ in range(groups))
+
+
+def c_value(rng) -> str:  # 119 characters
+    return rand_template(rng, 10)
+
+
+def pad_value(rng) -> str:  # 59 characters
+    return rand_template(rng, 5)
+
+
+_POOL: dict[int, tuple[list[str], list[bytes]]] = {}
+
+
+def _c_pool(seed: int) -> tuple[list[str], list[bytes]]:
+    """1024 random c values per seed (as str and as quoted SQL literal), shared by instances."""
+    p = _POOL.get(seed)
+    if p is None:
+        rng = random.Random(seed * 7919 + 17)
+        vals = [c_value(rng) for _ in range(1024)]
+        p = _POOL[seed] = (vals, [b"'" + v.encode() + b"'" for v in vals])  # digits and '-' only
+    return p
+
+
+MODES = ("read_write", "read_only", "write_only", "point_select", "update_index", "update_non_index")
+TRX_MODES = ("read_write", "read_only", "write_only")
+
+
+@register
+class Oltp(Workload):
+    name = "oltp"
+    defaults = {
+        "mode": "read_write",
+        "table": "sbtest1",
+        "table_size": 10000,
+        "range_size": 100,
+        "point_selects": 10,
+        "simple_ranges": 1,
+        "sum_ranges": 1,
+        "order_ranges": 1,
+        "distinct_ranges": 1,
+        "index_updates": 1,
+        "non_index_updates": 1,
+        "delete_inserts": 1,
+        "range_selects": True,
+        "skip_trx": False,
+        "create_secondary": True,
+        "create": True,  # False: keep an existing table (e.g. made by ``sysbench prepare``)
+        "ps": True,  # server-side prepared statements, as sysbench's --db-ps-mode=auto
+        "seed": 1,
+    }
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        p = self.params
+        if p["mode"] not in MODES:
+            from ..errors import UsageError
+            raise UsageError(f"workload {self.name}: mode must be one of {', '.join(MODES)}, not {p['mode']!r}")
+        if int(p["table_size"]) < 1:
+            from ..errors import UsageError
+            raise UsageError(f"workload {self.name}: table_size must be at least 1")
+        t = p["table"]
+        self.n = int(p["table_size"])
+        self.sql = FastSQL(ps=p["ps"])
+        self.S = {
+            "begin": Stmt("BEGIN"),
+            "commit": Stmt("COMMIT"),
+            "point_selects": Stmt(f"SELECT c FROM {t} WHERE id=%s"),
+            "simple_ranges": Stmt(f"SELECT c FROM {t} WHERE id BETWEEN %s AND %s"),
+            "sum_ranges": Stmt(f"SELECT SUM(k) FROM {t} WHERE id BETWEEN %s AND %s"),
+            "order_ranges": Stmt(f"SELECT c FROM {t} WHERE id BETWEEN %s AND %s ORDER BY c"),
+            "distinct_ranges": Stmt(f"SELECT DISTINCT c FROM {t} WHERE id BETWEEN %s AND %s ORDER BY c"),
+            "index_updates": Stmt(f"UPDATE {t} SET k=k+1 WHERE id=%s"),
+            "non_index_updates": Stmt(f"UPDATE {t} SET c=%s WHERE id=%s"),
+            "deletes": Stmt(f"DELETE FROM {t} WHERE id=%s"),
+            "inserts": Stmt(f"INSERT INTO {t} (id, k, c, pad) VALUES (%s, %s, %s, %s)"),
+        }
+        # Hot-path templates for the single-statement modes.
+        self._ps = self.S["point_selects"].fmt.replace(b"%s", b"%d")
+        self._ui = self.S["index_updates"].fmt.replace(b"%s", b"%d")
+        self._un = self.S["non_index_updates"].fmt.replace(b"=%s WHERE id=%s", b"=%s WHERE id=%d")
+        self._c_str, self._c_lit = _c_pool(int(p["seed"]))
+        self._c_i = 0
+        mode = p["mode"]
+        self._repeat = int(p["index_updates"] if mode == "update_index" else p["non_index_updates"])
+        self._f = mode
+        self._is_write = mode not in ("read_only", "point_select")
+        # statements per event (for reports: qps = events/s x this)
+        self.statements_per_event = len(self.plan(0)) if mode in TRX_MODES else (
+            1 if mode == "point_select" else self._repeat)
+
+    # -- schema and data -------------------------------------------------------------------------
+    def schema(self, table_engine):
+        t = self.params["table"]
+        stmts = [f"DROP TABLE IF EXISTS {t}",
+                 # sysbench's create_table(), with the id given by the loader (auto_inc=off)
+                 f"CREATE TABLE {t} (\n  id INTEGER NOT NULL,\n  k INTEGER DEFAULT '0' NOT NULL,\n"
+                 f"  c CHAR(120) DEFAULT '' NOT NULL,\n  pad CHAR(60) DEFAULT '' NOT NULL,\n"
+                 f"  PRIMARY KEY (id)\n) ENGINE={table_engine}"]
+        if self.params["create_secondary"]:
+            stmts.append(f"CREATE INDEX k_{t.removeprefix('sbtest') or '1'} ON {t}(k)")
+        return stmts
+
+    def load(self, conn, table_engine):
+        if not self.params["create"]:
+            return
+        super().load(conn, table_engine)
+        rng = random.Random(int(self.params["seed"]))
+        n = self.n
+        cur = conn.cursor()
+        bulk_insert(cur, self.params["table"], ("id", "k", "c", "pad"),
+                    ((i, rng.randint(1, n), c_value(rng), pad_value(rng)) for i in range(1, n + 1)), batch=1000)
+        if not conn.autocommit:
+            conn.commit()
+        cur.close()
+
+    def header_params(self):
+        p = dict(self.params)
+        p["statements_per_event"] = self.statements_per_event
+        return p
+
+    # -- operations -----------------------------------------------------------------------------
+    def next_op(self, rng, slot):
+        f = self._f
+        if f == "point_select":
+            return f, rng.randint(1, self.n), False
+        if f in ("update_index", "update_non_index"):
+            if f == "update_non_index":
+                self._c_i = rng.getrandbits(10)  # the new c value: one of 1024 random sysbench strings
+            if self._repeat == 1:
+                return f, rng.randint(1, self.n), True
+            return f, [rng.randint(1, self.n) for _ in range(self._repeat)], True
+        return f, rng.getrandbits(62), self._is_write
+
+    def plan(self, seed: int) -> list[tuple[str, tuple]]:
+        """The statements of one transaction event, as (statement key, params), from its seed."""
+        p = self.params
+        r = random.Random(seed)
+        n = self.n
+
+        def rid():
+            return r.randint(1, n)
+
+        out: list[tuple[str, tuple]] = []
+        mode = p["mode"]
+        trx = not p["skip_trx"]
+        if trx:
+            out.append(("begin", ()))
+        if mode in ("read_write", "read_only"):
+            for _ in range(int(p["point_selects"])):
+                out.append(("point_selects", (rid(),)))
+            if p["range_selects"]:
+                rs = int(p["range_size"])
+                for key in ("simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"):
+                    for _ in range(int(p[key])):
+                        a = rid()
+                        out.append((key, (a, a + rs - 1)))
+        if mode in ("read_write", "write_only"):
+            for _ in range(int(p["index_updates"])):
+                out.append(("index_updates", (rid(),)))
+            for _ in range(int(p["non_index_updates"])):
+                out.append(("non_index_updates", (c_value(r), rid())))
+            for _ in range(int(p["delete_inserts"])):
+                i, k = rid(), rid()
+                out.append(("deletes", (i,)))
+                out.append(("inserts", (i, k, c_value(r), pad_value(r))))
+        if trx:
+            out.append(("commit", ()))
+        return out
+
+    def execute(self, cur, f, value):
+        sql = self.sql
+        cm = sql.handle(cur)
+        if cm is not None and f in _SINGLE:
+            return self._fast(sql, cm, f, value)
+        S = self.S
+        if f == "point_select":
+            sql.rows(cur, S["point_selects"], (value,))
+            return value
+        if f == "update_non_index":
+            ids = (value,) if type(value) is int else value
+            for j, i in enumerate(ids):
+                sql.run(cur, S["non_index_updates"], (self._c_str[(self._c_i + j) & 1023], i))
+            return value
+        if f == "update_index":
+            for i in ((value,) if type(value) is int else value):
+                sql.run(cur, S["index_updates"], (i,))
+            return value
+        if f in TRX_MODES:
+            steps = self.plan(value)
+            in_trx = steps[0][0] == "begin"
+            try:
+                for key, params in steps:
+                    if key in READS:
+                        sql.rows(cur, S[key], params)
+                    else:
+                        sql.run(cur, S[key], params)
+            except BaseException:
+                if in_trx:
+                    sql.rollback(cur)
+                raise
+            return value
+        raise ValueError(f)
+
+    def _fast(self, sql, cm, f, value):
+        """The single-statement events on the C handle: the hot path of ``ndbchaos bench``."""
+        if f == "point_select":
+            if sql.ps:
+                src = sql.prepared(cm, self.S["point_selects"])
+                src.stmt_execute(value, query_attrs=_NO_ATTRS)
+            else:
+                cm.query(self._ps % value)
+                src = cm
+            if src.have_result_set:
+                fetch = src.fetch_row
+                while fetch() is not None:
+                    pass
+                src.free_result()
+            return value
+        ids = (value,) if type(value) is int else value
+        if f == "update_non_index":
+            if sql.ps:
+                st = sql.prepared(cm, self.S["non_index_updates"])
+                for j, i in enumerate(ids):
+                    st.stmt_execute(self._c_str[(self._c_i + j) & 1023], i, query_attrs=_NO_ATTRS)
+            else:
+                for j, i in enumerate(ids):
+                    cm.query(self._un % (self._c_lit[(self._c_i + j) & 1023], i))
+            return value
+        if sql.ps:  # update_index
+            st = sql.prepared(cm, self.S["index_updates"])
+            for i in ids:
+                st.stmt_execute(i, query_attrs=_NO_ATTRS)
+        else:
+            for i in ids:
+                cm.query(self._ui % i)
+        return value
+
+
+_SINGLE = frozenset(("point_select", "update_non_index", "update_index"))
+READS = frozenset(("point_selects", "simple_ranges", "sum_ranges", "order_ranges", "distinct_ranges"))
+
+
+def _alias(mode: str):
+    cls = type(f"Oltp_{mode}", (Oltp,), {
+        "name": f"oltp_{mode}",
+        "defaults": {**Oltp.defaults, "mode": mode},
+        "__doc__": f"sysbench oltp_{mode}.lua (``oltp`` with mode={mode!r}).",
+    })
+    return register(cls)
+
+
+for _m in MODES:
+    _alias(_m)

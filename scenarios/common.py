@@ -1,0 +1,120 @@
+"""The shape every fault scenario shares, written once against roles and engine expectations.
+
+    baseline  steady load on every SQL node
+    fault     inject; wait for the engine's reaction (bounded by its documented detection time);
+              the SQL nodes expected to serve succeed, the others are expected to stop serving
+    recovery  heal (node restart / partition healed / bootstrap); every node healthy within the
+              recovery bound; every SQL node serves its clients again
+    verdict   no acknowledged write lost (ledger), surviving SQL nodes' outage within the bound
+
+Timing bounds are the engine's (``Expectation``), derived from its documented failure-detection
+settings; the reasons are in the engine modules.
+"""
+
+from __future__ import annotations
+
+import time
+
+BASELINE_S = 5.0  # steady state before the fault: the throughput baseline
+HOLD_S = 8.0  # the fault stays in place this long after the engine reacted
+AFTER_S = 5.0  # load after recovery, to see throughput come back
+
+
+def sql_nodes_on(cluster, names) -> list:
+    """SQL endpoints that live in (or are) the given nodes' containers."""
+    containers = {cluster.topology.node(n).container for n in names}
+    return [n for n in cluster.topology.sql_nodes if n.name in names or n.container in containers]
+
+
+def run_fault(run, cluster, fault, exp, lost: list[str], *, stopped_sql: list[str] | None = None,
+              check_options: dict | None = None, engine_reacts: bool = True):
+    """Drive one fault through the phases and assert the expectation.
+
+    ``lost``: the nodes the fault takes out of service (killed, frozen, partitioned away).
+    ``stopped_sql``: SQL endpoints expected to stop serving; default: those on lost nodes, or all
+    of them when the expectation says the cluster does not survive.
+    ``engine_reacts``: False for faults the engine cannot see (the client path): the reaction is
+    then the fault taking effect, and "every node healthy" holds throughout.
+    """
+    sql_all = [n.name for n in cluster.topology.sql_nodes]
+    if stopped_sql is None:
+        stopped_sql = sql_all if not exp.cluster_survives else [n.name for n in sql_nodes_on(cluster, lost)]
+    serving = [n for n in sql_all if n not in stopped_sql]
+    run.measure("expectation", exp.rule)
+    run.measure("expected serving", ", ".join(serving) or "none")
+
+    with run.phase("baseline", f"steady {run.workload.name} load"):
+        run.start_load()
+        run.hold(BASELINE_S)
+
+    with run.phase("fault", f"{fault.kind} {', '.join(fault.window.targets)}"):
+        run.inject(fault)
+        start = fault.window.start
+        if not engine_reacts:
+            reacted = fault.window.effective_at
+            for name in serving:
+                t_ok = run.runner.wait_ok(name, after=reacted, timeout=exp.detection_bound_s)
+                assert t_ok is not None, f"no successful operation on untouched {name} during the fault"
+        elif exp.cluster_survives:
+            st, _ = run.wait_status(lambda s: cluster.engine.loss_detected(s, lost), exp.detection_bound_s,
+                                    f"the cluster excludes {', '.join(lost)} and serves")
+            reacted = st.t
+            run.measure("detection", reacted - start, "s", bound=exp.detection_bound_s,
+                        note="fault -> the survivors re-formed without the lost nodes (status poll)")
+            for name in serving:
+                t_ok = run.runner.wait_ok(name, after=reacted, timeout=exp.detection_bound_s)
+                assert t_ok is not None, (f"no successful operation on {name}, expected to keep serving, "
+                                          f"within {exp.detection_bound_s:.1f} s after the cluster reacted")
+        else:
+            stopped_at = wait_stopped_serving(run, sql_all, start, exp.detection_bound_s)
+            assert stopped_at is not None, (
+                f"the rules predict that no SQL node serves ({exp.rule}), but clients still succeeded "
+                f"{exp.detection_bound_s:.1f} s after the fault")
+            run.measure("stopped serving", stopped_at - start, "s", bound=exp.detection_bound_s,
+                        note="fault -> last successful operation anywhere")
+        run.hold(HOLD_S)
+        if not exp.cluster_survives or stopped_sql:
+            recent = {n: run.runner.last_ok(n) for n in stopped_sql}
+            served = {n: t for n, t in recent.items() if t > start + exp.detection_bound_s}
+            assert not served, (f"SQL nodes expected to stop serving still succeeded late into the fault: "
+                                f"{ {n: round(t - start, 2) for n, t in served.items()} } s after it began")
+
+    with run.phase("recovery", f"heal: {exp.recovery}"):
+        run.heal(fault)
+        run.recover_exited()
+        st, secs = run.wait_healthy(exp.recovery_bound_s)
+        run.measure("recovery", secs, "s", bound=exp.recovery_bound_s,
+                    note=f"heal ({exp.recovery}) -> every node healthy")
+        for name in sql_all:
+            t_ok = run.runner.wait_ok(name, after=st.t, timeout=exp.detection_bound_s)
+            assert t_ok is not None, (f"clients of {name} saw no success within {exp.detection_bound_s:.1f} s "
+                                      f"after every node was healthy again")
+        run.hold(AFTER_S)
+
+    opts = dict(check_options or {})
+    if opts.get("gcp_loss_window_s") and "cluster_crash_at" not in opts:
+        opts["cluster_crash_at"] = start  # the whole-cluster crash this scenario caused
+    res = run.finish(check_options=opts)
+    checks = res.verdict["checks"]
+    for name in ("durability", "invariant"):
+        if name in checks:
+            assert checks[name]["valid"] is True, f"{name}: {checks[name]['summary']}"
+    for name in serving:
+        gap = run.outage_on(name)
+        assert gap <= exp.detection_bound_s, (
+            f"clients on {name}, expected to keep serving, saw no success for {gap:.2f} s, more than "
+            f"the detection bound {exp.detection_bound_s:.1f} s")
+    return res
+
+
+def wait_stopped_serving(run, nodes, since: float, timeout: float, quiet: float = 1.5):
+    """Wait until no SQL node has succeeded for ``quiet`` seconds; return the time of the last
+    success (run clock), or None if clients kept succeeding for ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout + quiet
+    while time.monotonic() < deadline:
+        now = run.clock.now()
+        last = max(run.runner.last_ok(n) for n in nodes)
+        if now - max(last, since) >= quiet:
+            return max(last, since)
+        time.sleep(0.1)
+    return None
