@@ -23,7 +23,6 @@ import logging
 import random
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from .errors import ClusterNotReady
 from .history import History

@@ -8,6 +8,7 @@ dialect of the workloads, error classification, the expected outcome of each fau
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,38 @@ class Engine:
     #: storage engine clause for workload tables
     table_engine = "InnoDB"
 
+    #: statements run once on every new monitoring connection
+    monitor_init: tuple[str, ...] = ()
+
+    def __init__(self):
+        self._mon: dict[str, object] = {}  # node name -> open monitoring connection
+        self._mon_lock = threading.Lock()
+
+    def _monitor(self, node: "Node"):
+        """The open monitoring connection to an SQL endpoint (opened on first use; short
+        timeouts so a status poll never hangs on a frozen node)."""
+        conn = self._mon.get(node.name)
+        if conn is not None:
+            return conn
+        from ..sqlconn import connect
+        conn = connect(node.sql_port, self.sql_user, self.sql_password,
+                       connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
+        if self.monitor_init:
+            cur = conn.cursor()
+            for stmt in self.monitor_init:
+                cur.execute(stmt)
+            cur.close()
+        self._mon[node.name] = conn
+        return conn
+
+    def _drop_monitor(self, name: str) -> None:
+        conn = self._mon.pop(name, None)
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
     # -- lifecycle ------------------------------------------------------------------------
     def images(self, options: dict) -> list[str]:
         raise NotImplementedError
@@ -139,7 +172,6 @@ class Engine:
         """Parsed engine log events since run time ``since``, each with ``t`` (run clock) and
         ``log`` (the node whose log it came from). Default: the containers' output of the
         ``log_roles`` nodes, read with ``ndbchaos.events`` for this engine."""
-        from .. import runtime
         from ..events import parse_lines, time_to_epoch
         events: list[dict] = []
         wall_since = int(cluster.clock.wall(since)) - 1

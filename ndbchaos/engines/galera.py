@@ -9,14 +9,13 @@ A4 recovery).
 from __future__ import annotations
 
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 from .. import runtime
 from .. import topology as T
 from ..errors import ClusterNotReady, NdbChaosError, UsageError
-from ..sqlconn import connect, error_fields
+from ..sqlconn import error_fields
 from .base import COMPOSE_DIR, REPO, ClusterStatus, Engine, Expectation, NodeStatus
 
 BUILD = REPO / "cluster" / "images" / "build.sh"
@@ -63,10 +62,7 @@ class GaleraEngine(Engine):
     name = "galera"
     table_engine = "InnoDB"
     sql_roles = (T.DATA,)
-
-    def __init__(self):
-        self._mon: dict[str, object] = {}
-        self._mon_lock = threading.Lock()
+    monitor_init = ("SET SESSION wsrep_sync_wait=0",)  # a status read must never block
 
     # -- images and compose ---------------------------------------------------------------
     def image(self, options: dict) -> str:
@@ -164,26 +160,6 @@ class GaleraEngine(Engine):
         pass  # the user and database were created in start(); nothing else to do
 
     # -- status -------------------------------------------------------------------------------
-    def _monitor(self, node: T.Node):
-        conn = self._mon.get(node.name)
-        if conn is not None:
-            return conn
-        conn = connect(node.sql_port, self.sql_user, self.sql_password,
-                       connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
-        cur = conn.cursor()
-        cur.execute("SET SESSION wsrep_sync_wait=0")  # a status read must never block
-        cur.close()
-        self._mon[node.name] = conn
-        return conn
-
-    def _drop_monitor(self, name: str) -> None:
-        conn = self._mon.pop(name, None)
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
-
     def node_vars(self, node: T.Node) -> dict:
         with self._mon_lock:
             try:

@@ -20,7 +20,6 @@ import hashlib
 import logging
 import os
 import re
-import threading
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from ..errors import ClusterNotReady, NdbChaosError, UsageError
 from ..ndb import ndbinfo
 from ..ndb.config import NdbConfig, read_config, replace_prefix
 from ..ndb.mgm import MgmReport, parse_mgm
-from ..sqlconn import connect, error_fields
+from ..sqlconn import error_fields
 from .base import COMPOSE_DIR, ClusterStatus, Engine, Expectation, NodeStatus
 
 log = logging.getLogger("ndbchaos")
@@ -136,8 +135,7 @@ class NdbEngine(Engine):
     sql_roles = (T.SQL,)
 
     def __init__(self):
-        self._mon: dict[str, object] = {}
-        self._mon_lock = threading.Lock()
+        super().__init__()
         self._clusterlog_applied: dict[str, str] = {}  # mgm node -> container StartedAt
         self._shipped_cfg: dict[str, NdbConfig] = {}  # layout -> its shipped config.ini, for probe_ports
 
@@ -430,23 +428,6 @@ class NdbEngine(Engine):
         return ClusterLogFollower(cluster, node, keep_other=keep_other)
 
     # -- status -------------------------------------------------------------------------------
-    def _monitor(self, node: T.Node):
-        conn = self._mon.get(node.name)
-        if conn is not None:
-            return conn
-        conn = connect(node.sql_port, self.sql_user, self.sql_password,
-                       connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
-        self._mon[node.name] = conn
-        return conn
-
-    def _drop_monitor(self, name: str) -> None:
-        conn = self._mon.pop(name, None)
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
-
     def sql_probe(self, node: T.Node, full: bool = False) -> dict:
         """What one SQL node sees: ``{"nodes": [...]}`` (+ ``arbitrator``, ``membership`` when
         ``full``), or ``{"error": "errno: message"}``."""

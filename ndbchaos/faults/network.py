@@ -21,8 +21,6 @@ and every other pair must still connect. Healing removes our chains and probes a
 from __future__ import annotations
 
 import random
-import time
-import uuid
 from typing import Iterable, Mapping, Sequence
 
 from .. import runtime

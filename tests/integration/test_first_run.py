@@ -1,27 +1,17 @@
-"""The spine, end to end: the datanode_loss scenario on a real cluster produces a passed Allure
-result with the measured outage and recovery times, and leaves nothing behind."""
+"""The spine, end to end: the default scenario catalogue on a real cluster produces passed Allure
+results with the measured outage and recovery times, an HTML report, and leaves nothing behind."""
 
-from .helpers import allure_results, labelled, project_of, run_pytest
+import os
+import subprocess
+from pathlib import Path
+
+from .helpers import REPO, allure_results, labelled, project_of, run_pytest
+
+ALLURE = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools")) \
+    / "npm" / "node_modules" / ".bin" / "allure"
 
 
-def test_datanode_loss_scenario_end_to_end(tmp_path):
-    results = tmp_path / "allure-results"
-    r = run_pytest(["scenarios", "-m", "datanode_loss", "-p", "no:cacheprovider", "-q",
-                    "--alluredir", str(results)])
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, out[-3000:]
-    project = project_of(out)
-    assert project, out[-2000:]
-    assert labelled("ps", project) == [] and labelled("network", project) == [], "cluster left behind"
-
-    res = [x for x in allure_results(results) if x["name"] == "test_kill_one_data_node"]
-    assert len(res) == 1 and res[0]["status"] == "passed", res
-    params = {p["name"]: p["value"] for p in res[0].get("parameters", [])}
-    for name in ("detection", "rejoin", "outage (all SQL nodes)"):
-        assert name in params, sorted(params)
-    steps = [s["name"] for s in res[0]["steps"]]
-    assert any(s.startswith("baseline") for s in steps) and any(s.startswith("fault") for s in steps) \
-        and any(s.startswith("recovery") for s in steps), steps
+def _attachments(result) -> set[str]:
     names = set()
 
     def walk(node):
@@ -29,7 +19,41 @@ def test_datanode_loss_scenario_end_to_end(tmp_path):
             names.add(a["name"])
         for s in node.get("steps", []):
             walk(s)
-    walk(res[0])
-    for want in ("node states before", "node states after", "history.jsonl", "timeline", "verdict"):
-        assert want in names, sorted(names)
+    walk(result)
+    return names
+
+
+def test_default_catalogue_end_to_end(tmp_path):
+    results = tmp_path / "allure-results"
+    r = run_pytest(["scenarios", "-m", "not slow", "-p", "no:cacheprovider", "-q", "--alluredir", str(results)],
+                   timeout=1800)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    project = project_of(out)
+    assert project, out[-2000:]
+    assert labelled("ps", project) == [] and labelled("network", project) == [], "cluster left behind"
+
+    res = allure_results(results)
+    by_name = {x["fullName"].rsplit("#", 1)[-1]: x for x in res}
+    for name in ("test_kill_one_data_node", "test_kill_whole_nodegroup", "test_kill_arbitrator",
+                 "test_lose_one_sql_node", "test_isolate_one_data_node", "test_latency_on_one_sql_node"):
+        assert name in by_name, sorted(by_name)
+    for name, x in by_name.items():
+        assert x["status"] == "passed", (name, x.get("statusDetails"))
+        names = _attachments(x)
+        for want in ("node states before", "node states after", "history.jsonl", "timeline", "verdict"):
+            assert want in names, (name, sorted(names))
+    kill = by_name["test_kill_one_data_node"]
+    params = {p["name"]: float(p["value"]) for p in kill.get("parameters", [])}
+    assert {"detection [s]", "recovery [s]", "outage (all SQL nodes) [s]"} <= set(params), sorted(params)
+    steps = [s["name"] for s in kill["steps"]]
+    assert [s.split(":")[0] for s in steps[:3]] == ["baseline", "fault", "recovery"], steps
     assert (results / "environment.properties").exists()
+
+    # The HTML report, as `bin/chaos run` builds it.
+    assert ALLURE.exists(), f"Allure is not installed at {ALLURE} (bin/chaos setup installs it)"
+    report = tmp_path / "allure-report"
+    g = subprocess.run([str(ALLURE), "generate", str(results), "-o", str(report)], cwd=REPO,
+                       capture_output=True, text=True, timeout=300)
+    assert g.returncode == 0, g.stdout[-1000:] + g.stderr[-1000:]
+    assert (report / "index.html").exists()
