@@ -370,10 +370,10 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
                 run_sysbench(sb, test, ep, cfg, counters, server, cfg.warmup)
         for test in cfg.tests:
             for r in range(1, cfg.rounds + 1):
-                row = []
-                # ours / sysbench / ours without recording, reversed every other round, so a
-                # steady drift of the host's load biases neither comparison
-                order = ("ours", "sysbench", "ours-norec") if r % 2 else ("ours-norec", "sysbench", "ours")
+                # ours (recording) runs between the two runs it is compared with, sysbench and
+                # ours without recording, and the order flips every round, so a drift of the
+                # host's load biases neither comparison
+                order = ("ours-norec", "ours", "sysbench") if r % 2 else ("sysbench", "ours", "ours-norec")
                 for client in order:
                     if client == "sysbench":
                         s = run_sysbench(sb, test, ep, cfg, counters, server, cfg.seconds)
@@ -381,12 +381,16 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
                         s = run_ours(test, ep, cfg, counters, server, record=(client == "ours"),
                                      seconds=cfg.seconds, seed=r)
                     results["samples"].append(s)
-                    row.append(s)
                     extra = f", client count {s.client_rate:.0f}/s" if s.client_rate is not None else ""
                     out(f"{test} round {r}: {s.client:<10} {s.rate:8.0f} stmt/s{extra}, errors {s.errors}; "
                         f"cpu us/stmt {_fmt_cpu(s.cpu_us)}")
     finally:
         if counters is not None:
+            if reused:  # leave a reused cluster as we found it, without our table
+                try:
+                    counters.conn.cursor().execute("DROP TABLE IF EXISTS sbtest1")
+                except Exception:
+                    pass
             counters.close()
         if reused or cfg.keep:
             out(f"bench: cluster kept: project {cluster.project}")
@@ -423,9 +427,9 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
 def summarize(samples: list[Sample], tests) -> dict:
     """Per test: mean rates, and the ratio and recording overhead as medians of per-round values.
 
-    Runs alternate (ours, sysbench, ours without recording; reversed in even rounds), so a
-    per-round ratio compares runs seconds apart; the median over rounds resists a burst of load
-    from elsewhere."""
+    In a round ours (recording) runs right between sysbench and ours without recording, so a
+    per-round ratio compares adjacent runs; the median over rounds resists a burst of load from
+    elsewhere."""
     out = {}
     for test in tests:
         by = {c: [s for s in samples if s.test == test and s.client == c] for c in ("ours", "sysbench", "ours-norec")}
