@@ -9,9 +9,23 @@ PYTEST = [sys.executable, "-m", "pytest"]
 
 
 def run_pytest(args, env=None, timeout=600, cwd=REPO):
+    """Run pytest in a child process. On any way out of here (timeout, our own test timing out,
+    Ctrl-C) the child gets SIGTERM first, which the plugin turns into a normal teardown, so its
+    cluster is removed; SIGKILL only if it does not finish that within two minutes."""
     e = {**os.environ, **(env or {})}
     e.pop("PYTEST_ADDOPTS", None)
-    return subprocess.run(PYTEST + args, cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.Popen(PYTEST + args, cwd=cwd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except BaseException:
+        p.terminate()
+        try:
+            p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+        raise
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def labelled(kind="ps", project=None):
