@@ -137,9 +137,17 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
     name, params = spec
     recs, threads, counts = [], [], []
     # The loops test their stop flag once per operation: on a multiprocessing Event that is a lock
-    # and a semaphore round trip (~2 us), on a threading Event an attribute read. Mirror it.
+    # and a semaphore round trip (~2 us), on a threading Event an attribute read. Mirror it, by
+    # polling: a process blocked in mp Event.wait() is a registered sleeper, and if it dies
+    # (a crash in the C connector, a kill) the parent's Event.set() waits for it forever.
     mp_stop, stop = stop, threading.Event()
-    threading.Thread(target=lambda: (mp_stop.wait(), stop.set()), name="stop-mirror", daemon=True).start()
+
+    def mirror():
+        while not mp_stop.is_set():
+            time.sleep(0.02)
+        stop.set()
+
+    threading.Thread(target=mirror, name="stop-mirror", daemon=True).start()
     for k in range(conns):
         slot = worker * conns + k
         wl = get_workload(name, **params)
