@@ -247,6 +247,10 @@ def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: d
     except BaseException:
         runner.kill()
         raise
+    died = [p.exitcode for p in runner._procs if p.exitcode not in (0, None)]
+    if died:  # fewer connections than sysbench for part of the window: the figure is void
+        raise NdbChaosError(f"{len(died)} of our worker processes died during the {wl_name} run "
+                            f"(exit codes {', '.join(map(str, died))}); see the kernel log for a crash")
     client_rate = None
     errors = 0
     if record:
