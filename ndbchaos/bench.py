@@ -28,7 +28,6 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 
@@ -212,7 +211,9 @@ class Meter:
         cpu1 = {k: proc_cpu(p) for k, p in self.parts.items()}
         window = t1 - self.t0
         n = c1[counter] - self.c0[counter]
-        cpu = {k: (cpu1[k] - self.cpu0[k]) * 1e6 / n if n > 0 else None for k in self.parts}
+        self.t1, self.n = t1, n
+        self.cpu_s = {k: cpu1[k] - self.cpu0[k] for k in self.parts}  # CPU seconds in the window
+        cpu = {k: v * 1e6 / n if n > 0 else None for k, v in self.cpu_s.items()}
         return n / window, window, cpu
 
 
@@ -260,6 +261,80 @@ def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: d
         errors = sum(1 for x in typ if x != 0)
         client_rate = ok / (t1 - t0)
     return Sample("ours" if record else "ours-norec", test, rate, window, client_rate, errors, cpu)
+
+
+def ab_split(threads: int, processes: int | None = None) -> tuple[int, int] | None:
+    """(processes, connections) of each half of a recording A/B run, or None when the
+    connections cannot be split into two equal halves of whole processes."""
+    procs, conns = split_threads(threads, processes)
+    if procs % 2 == 0:
+        return procs // 2, conns
+    if procs == 1 and conns % 2 == 0:
+        return 1, conns // 2
+    return None
+
+
+def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict,
+                     seconds: float, seed: int = 0) -> Sample:
+    """Ours with and without per-op recording at the same time, half of the connections each.
+
+    Both halves see the same host at the same moment, so the comparison is not at the mercy of
+    load elsewhere, as two runs one after the other are on a shared 2-core host. The server
+    counts every statement in the window; the recording half's own history says how many were
+    its own; the rest are the other half's. ``rate`` is the non-recording half's statements/s,
+    scaled to all connections; ``client_rate`` the recording half's, scaled the same way."""
+    from .clock import RunClock
+    from .workload import get_workload
+    from .workload.runner import ClientOptions, WorkloadRunner
+    _sb, wl_name, counter = TESTS[test]
+    split = ab_split(cfg.threads, cfg.processes)
+    if split is None:
+        raise UsageError("the recording A/B run needs connections that split into two equal halves")
+    procs, conns = split
+    clock = RunClock()
+    runners = {}
+    for rec in (True, False):
+        wl = get_workload(wl_name, table_size=cfg.table_size, create=False)
+        runners[rec] = WorkloadRunner(wl, [ep], clock, processes=procs, connections=conns,
+                                      options=ClientOptions(engine="galera", record=rec,
+                                                            seed=seed * 2 + (0 if rec else 1)))
+    histories = {}
+    try:
+        for r in runners.values():
+            r.start()
+        deadline = time.monotonic() + 60
+        while any(r.last_ok(ep.node) < 0 for r in runners.values()):
+            if time.monotonic() > deadline:
+                raise NdbChaosError(f"our {wl_name} load made no successful operation on {ep.node} within 60 s")
+            time.sleep(0.05)
+        time.sleep(cfg.settle)
+        meter = Meter(counters, {"rec": [p.pid for p in runners[True]._procs],
+                                 "norec": [p.pid for p in runners[False]._procs], **server_pids})
+        meter.open()
+        time.sleep(seconds)
+        meter.close(counter)
+        for rec, r in runners.items():
+            histories[rec] = r.stop()
+    except BaseException:
+        for r in runners.values():
+            r.kill()
+        raise
+    died = [p.exitcode for r in runners.values() for p in r._procs if p.exitcode not in (0, None)]
+    if died:
+        raise NdbChaosError(f"{len(died)} of our worker processes died during the {wl_name} run "
+                            f"(exit codes {', '.join(map(str, died))}); see the kernel log for a crash")
+    t0, t1 = clock.at(meter.t0), clock.at(meter.t1)
+    cols = histories[True].cols
+    end, typ = cols.end, cols.type
+    in_window = [i for i in range(len(end)) if t0 <= end[i] <= t1]
+    n_rec = len(in_window)
+    n_norec = max(0, meter.n - n_rec)
+    errors = sum(1 for i in in_window if typ[i] != 0)
+    window = meter.t1 - meter.t0
+    cpu = {"client": meter.cpu_s["norec"] * 1e6 / n_norec if n_norec else None,
+           "client_rec": meter.cpu_s["rec"] * 1e6 / n_rec if n_rec else None}
+    sample = Sample("ab", test, 2 * n_norec / window, window, 2 * n_rec / window, errors, cpu)
+    return sample
 
 
 _SB_QUERIES = re.compile(r"queries:\s+(\d+)\s+\(([\d.]+) per sec")
@@ -372,19 +447,28 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
             for test in cfg.tests:
                 run_ours(test, ep, cfg, counters, server, record=False, seconds=cfg.warmup)
                 run_sysbench(sb, test, ep, cfg, counters, server, cfg.warmup)
+        ab = ab_split(cfg.threads, cfg.processes) is not None
+        norec = "ab" if ab else "ours-norec"
         for test in cfg.tests:
             for r in range(1, cfg.rounds + 1):
-                # ours (recording) runs between the two runs it is compared with, sysbench and
-                # ours without recording, and the order flips every round, so a drift of the
+                # ours (recording) runs between the two runs it is compared with (sysbench, and the
+                # run without recording), and the order flips every round, so a drift of the
                 # host's load biases neither comparison
-                order = ("ours-norec", "ours", "sysbench") if r % 2 else ("sysbench", "ours", "ours-norec")
+                order = (norec, "ours", "sysbench") if r % 2 else ("sysbench", "ours", norec)
                 for client in order:
                     if client == "sysbench":
                         s = run_sysbench(sb, test, ep, cfg, counters, server, cfg.seconds)
+                    elif client == "ab":
+                        s = run_recording_ab(test, ep, cfg, counters, server, cfg.seconds, seed=r)
                     else:
                         s = run_ours(test, ep, cfg, counters, server, record=(client == "ours"),
                                      seconds=cfg.seconds, seed=r)
                     results["samples"].append(s)
+                    if client == "ab":
+                        out(f"{test} round {r}: {'ours A/B':<10} half recording {s.client_rate / 2:6.0f} stmt/s, "
+                            f"half not {s.rate / 2:6.0f} stmt/s at the same time, errors {s.errors}; "
+                            f"client cpu us/stmt {s.cpu_us['client_rec'] or 0:.0f} vs {s.cpu_us['client'] or 0:.0f}")
+                        continue
                     extra = f", client count {s.client_rate:.0f}/s" if s.client_rate is not None else ""
                     out(f"{test} round {r}: {s.client:<10} {s.rate:8.0f} stmt/s{extra}, errors {s.errors}; "
                         f"cpu us/stmt {_fmt_cpu(s.cpu_us)}")
@@ -405,15 +489,22 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
     results["summary"] = summary
     for test in cfg.tests:
         s = summary[test]
-        out(f"throughput_{test} ours={s['ours']:.0f}/s sysbench={s['sysbench']:.0f}/s "
-            f"ours_without_recording={s['ours-norec']:.0f}/s (statements/s counted by the server, mean of {cfg.rounds})")
+        if s["overhead_method"] == "A/B":
+            norec = (f"A/B: recording half {s['ab_recording']:.0f}/s, non-recording half {s['ours-norec']:.0f}/s "
+                     f"(each x2)")
+        else:
+            norec = f"ours_without_recording={s['ours-norec']:.0f}/s"
+        out(f"throughput_{test} ours={s['ours']:.0f}/s sysbench={s['sysbench']:.0f}/s; {norec} "
+            f"(statements/s counted by the server, mean of {cfg.rounds} rounds)")
         out(f"client_cpu_us_per_stmt_{test} ours={s['cpu_ours']:.1f} sysbench={s['cpu_sysbench']:.1f}; "
             f"server={s['cpu_server_ours']:.1f} vs {s['cpu_server_sysbench']:.1f}"
             + (f"; proxy={s['cpu_proxy_ours']:.1f} vs {s['cpu_proxy_sysbench']:.1f}" if 'cpu_proxy_ours' in s else ""))
     for test in cfg.tests:
         s = summary[test]
+        how = ("half the connections recording, half not, in the same window" if s["overhead_method"] == "A/B"
+               else "ours with per-op recording, then without")
         out(f"recording_overhead_{test}={s['recording_overhead'] * 100:.1f}% "
-            f"(median over rounds of 1 - ours with per-op recording / ours without: "
+            f"(median over rounds of 1 - with / without recording; {how}: "
             f"{', '.join(f'{x * 100:.1f}%' for x in s['overheads'])}"
             + (f"; by CPU: {s['recording_cpu_us']:+.1f} us client CPU per statement = "
                f"{s['recording_overhead_cpu'] * 100:+.1f}% of a statement's CPU" if "recording_cpu_us" in s else "")
@@ -431,29 +522,43 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
 def summarize(samples: list[Sample], tests) -> dict:
     """Per test: mean rates, and the ratio and recording overhead as medians of per-round values.
 
-    In a round ours (recording) runs right between sysbench and ours without recording, so a
+    In a round ours (recording) runs right between sysbench and the run without recording, so a
     per-round ratio compares adjacent runs; the median over rounds resists a burst of load from
-    elsewhere."""
+    elsewhere. With an A/B run ("ab": half the connections recording, half not, at the same
+    time) the overhead compares the two halves of one window."""
     out = {}
     for test in tests:
-        by = {c: [s for s in samples if s.test == test and s.client == c] for c in ("ours", "sysbench", "ours-norec")}
-        d = {c: _mean([s.rate for s in v]) for c, v in by.items()}
+        by = {c: [s for s in samples if s.test == test and s.client == c]
+              for c in ("ours", "sysbench", "ours-norec", "ab")}
+        d = {c: _mean([s.rate for s in by[c]]) for c in ("ours", "sysbench")}
         ratios = [o.rate / s.rate for o, s in zip(by["ours"], by["sysbench"]) if s.rate]
-        overheads = [1 - o.rate / n.rate for o, n in zip(by["ours"], by["ours-norec"]) if n.rate]
         d["ratios"] = ratios
-        d["overheads"] = overheads
         d["ratio"] = statistics.median(ratios) if ratios else float("nan")
+        if by["ab"]:
+            d["overhead_method"] = "A/B"
+            d["ours-norec"] = _mean([s.rate for s in by["ab"]])
+            d["ab_recording"] = _mean([s.client_rate for s in by["ab"]])
+            overheads = [1 - s.client_rate / s.rate for s in by["ab"] if s.rate]
+            rec_cpu = _mean([s.cpu_us.get("client_rec") for s in by["ab"]])
+            norec_cpu = _mean([s.cpu_us.get("client") for s in by["ab"]])
+        else:
+            d["overhead_method"] = "sequential"
+            d["ours-norec"] = _mean([s.rate for s in by["ours-norec"]])
+            overheads = [1 - o.rate / n.rate for o, n in zip(by["ours"], by["ours-norec"]) if n.rate]
+            rec_cpu = _mean([s.cpu_us.get("client") for s in by["ours"]])
+            norec_cpu = _mean([s.cpu_us.get("client") for s in by["ours-norec"]])
+        d["overheads"] = overheads
         d["recording_overhead"] = statistics.median(overheads) if overheads else float("nan")
         for part in ("client", "server", "proxy"):
-            for c in ("ours", "sysbench", "ours-norec"):
+            for c in ("ours", "sysbench"):
                 vals = [s.cpu_us.get(part) for s in by[c]]
                 if any(v is not None for v in vals):
                     d[f"cpu_{part}_{c}" if part != "client" else f"cpu_{c}"] = _mean(vals)
-        # the recording overhead from CPU time instead of throughput (far less noisy on a shared
-        # host): extra client CPU per statement over the whole CPU cost of a statement
-        if "cpu_ours" in d and "cpu_ours-norec" in d:
+        # the same overhead in CPU time: extra client CPU per statement over the whole CPU cost of
+        # a statement (client + server + proxy)
+        if not (math.isnan(rec_cpu) or math.isnan(norec_cpu)):
             total = sum(d.get(k, 0.0) for k in ("cpu_ours", "cpu_server_ours", "cpu_proxy_ours"))
-            d["recording_cpu_us"] = d["cpu_ours"] - d["cpu_ours-norec"]
+            d["recording_cpu_us"] = rec_cpu - norec_cpu
             d["recording_overhead_cpu"] = d["recording_cpu_us"] / total if total else float("nan")
         out[test] = d
     return out

@@ -62,6 +62,29 @@ def test_summary_arithmetic():
     assert "cpu_proxy_ours" not in s
 
 
+def test_summary_with_ab_runs_and_split():
+    S = B.Sample
+    samples = [
+        S("ab", "update_pk", 1000.0, 10, 980.0, 0, {"client": 60.0, "client_rec": 62.0}),
+        S("ours", "update_pk", 990.0, 10, 990.0, 0, {"client": 61.0, "server": 700.0, "proxy": 90.0}),
+        S("sysbench", "update_pk", 1000.0, 10, 1000.0, 0, {"client": 30.0, "server": 700.0, "proxy": 85.0}),
+        S("sysbench", "update_pk", 1100.0, 10, 1100.0, 0, {"client": 30.0, "server": 700.0, "proxy": 85.0}),
+        S("ours", "update_pk", 1100.0, 10, 1100.0, 0, {"client": 61.0, "server": 700.0, "proxy": 90.0}),
+        S("ab", "update_pk", 1000.0, 10, 1000.0, 0, {"client": 60.0, "client_rec": 62.0}),
+    ]
+    s = B.summarize(samples, ("update_pk",))["update_pk"]
+    assert s["overhead_method"] == "A/B"
+    assert s["overheads"] == [pytest.approx(0.02), pytest.approx(0.0)]
+    assert s["recording_overhead"] == pytest.approx(0.01)
+    assert s["ratios"] == [pytest.approx(0.99), pytest.approx(1.0)] and s["ratio"] == pytest.approx(0.995)
+    assert s["recording_cpu_us"] == pytest.approx(2.0)
+    assert s["recording_overhead_cpu"] == pytest.approx(2.0 / (61 + 700 + 90))
+    assert B.ab_split(4) == (1, 2)  # 2 processes x 2 (2+ cores) or 1 x 4 (one core): halves of 1 x 2
+    assert B.ab_split(4, processes=4) == (2, 1)
+    assert B.ab_split(6, processes=3) is None
+    assert B.ab_split(3, processes=1) is None
+
+
 def test_missing_sysbench_is_one_line_error(monkeypatch):
     monkeypatch.setattr(B.shutil, "which", lambda name: None)
     monkeypatch.setattr(B.os, "geteuid", lambda: 1000)
