@@ -150,7 +150,7 @@ def remove_script(handles: tuple[str, ...] = (HANDLE,)) -> str:
 
 # -- the fault ------------------------------------------------------------------------------------
 
-class Netem(Fault):
+class Netem(netns.HelperMixin, Fault):
     """``Netem(cluster, targets, delay_ms=100, jitter_ms=20)`` / ``loss_pct=`` /
     ``duplicate_pct=`` / ``corrupt_pct=`` / ``rate=``; ``to=`` limits it to traffic towards
     some nodes. Raises ``NetemUnsupported`` at construction where the kernel lacks sch_netem."""
@@ -232,18 +232,6 @@ class Netem(Fault):
             return "netem removed: " + ", ".join(t.name for t in self.targets)
         finally:
             self._drop_helpers()
-
-    def heal(self, verify: bool = True):
-        try:
-            return super().heal(verify=verify)
-        finally:
-            self._drop_helpers()
-
-    def _drop_helpers(self):
-        hs, self.helpers = list(self.helpers.values()), {}
-        netns.remove_helpers(hs)
-
-    _on_detach = _drop_helpers
 
 
 def _pumba_command(args: list[str]) -> list[str]:

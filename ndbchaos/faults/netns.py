@@ -297,3 +297,25 @@ def parallel(fn, items):
 def container_ips(container) -> list[str]:
     nets = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
     return sorted({n["IPAddress"] for n in nets.values() if n.get("IPAddress")})
+
+
+class HelperMixin:
+    """For faults that work through helper containers in their targets' namespaces: the helpers
+    (``self.helpers``, node name -> Helper) are removed on every way out of ``heal`` and when the
+    fault is detached. Put it before ``Fault`` in the bases."""
+
+    helpers: dict
+
+    def heal(self, verify: bool = True):
+        try:
+            return super().heal(verify=verify)
+        finally:
+            self._drop_helpers()
+
+    def _drop_helpers(self) -> None:
+        hs, self.helpers = list(self.helpers.values()), {}
+        remove_helpers(hs)
+
+    def _on_detach(self) -> None:
+        self._drop_helpers()
+

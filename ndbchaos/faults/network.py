@@ -53,7 +53,7 @@ def _names(cluster, spec) -> list[str]:
     return [n.name for n in nodes]
 
 
-class Partition(Fault):
+class Partition(netns.HelperMixin, Fault):
     """Apply a grudge ``{node: nodes whose packets it drops}`` (see ``grudge.py``).
 
     ``mode``: ``packets`` (Jepsen) or ``connections`` (TCP-visible one-way, conntrack).
@@ -217,19 +217,6 @@ class Partition(Fault):
             return f"{self.kind} healed: chain {self.chain} removed, all {len(res)} TCP probes connect"
         finally:
             self._drop_helpers()
-
-    def heal(self, verify: bool = True):
-        try:
-            return super().heal(verify=verify)
-        finally:
-            self._drop_helpers()
-
-    def _drop_helpers(self) -> None:
-        hs, self.helpers = list(self.helpers.values()), {}
-        netns.remove_helpers(hs)
-
-    def _on_detach(self) -> None:
-        self._drop_helpers()
 
 
 def _unknown(cluster, name):
