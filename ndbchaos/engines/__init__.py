@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 from ..errors import DockerUnavailable, NdbChaosError, UsageError
 
 ENGINE_NAMES = ("ndb", "galera", "auto")
@@ -19,42 +17,38 @@ def get_engine(name: str):
     raise UsageError(f"unknown engine {name!r} (expected ndb, galera or auto)")
 
 
-def ndb_image(options: dict | None = None) -> str:
-    from .ndb import DEFAULT_IMAGE
-    return (options or {}).get("ndb_image") or os.environ.get("NDBCHAOS_NDB_IMAGE") or DEFAULT_IMAGE
-
-
 def resolve_engine(name: str, options: dict | None = None) -> tuple[str, str]:
     """(engine name, human reason) for ``--engine ndb|galera|auto``.
 
-    ``auto`` picks ndb when its image is present locally and galera otherwise, and says why.
-    ``ndb`` without the image raises NdbChaosError with one line on how to get it. Nothing is
-    pulled or built here.
+    NDB is available when its image is present locally (an explicit NDBCHAOS_NDB_IMAGE, or an
+    official image) or can be built from NDBCHAOS_NDB_DIST (``ndbchaos.ndb.image.choose``).
+    ``auto`` picks ndb then and galera otherwise, and says why. ``ndb`` without an image raises
+    NdbChaosError with one line on how to get one; a distribution that cannot be used raises
+    with the reason under ``ndb`` and ``auto`` alike (it was asked for). Nothing is pulled here.
     """
     from .. import runtime
-    from .ndb import missing_image_message
+    from ..ndb import image as ndb_image
 
     choice = (name or "auto").strip().lower()
     if choice not in ENGINE_NAMES:
         raise UsageError(f"unknown engine {name!r} (expected ndb, galera or auto)")
     if choice == "galera":
         return "galera", "galera requested (--engine galera)"
-    image = ndb_image(options)
-    present = runtime.image_present(image)
-    if choice == "ndb":
-        if not present:
-            ok, why = runtime.docker_available()
-            if not ok:
-                raise DockerUnavailable(why)
-            raise NdbChaosError(missing_image_message(image))
-        return "ndb", f"ndb requested (--engine ndb); image {image} is present locally"
-    if present:
-        return "ndb", f"auto: NDB image {image} is present locally"
     ok, why = runtime.docker_available()
     if not ok:
+        if choice == "ndb":
+            raise DockerUnavailable(why)
         return "galera", f"auto: cannot look for the NDB image ({why}); using galera"
-    return "galera", (f"auto: NDB image {image} not present locally (docker pull {image} or set "
-                      f"NDBCHAOS_NDB_IMAGE to use NDB); using galera")
+    img = ndb_image.choose(options)
+    available = img.buildable or runtime.image_present(img.image)
+    if choice == "ndb":
+        if not available:
+            raise NdbChaosError(ndb_image.missing_image_message(img.image))
+        return "ndb", f"ndb requested (--engine ndb); {img.reason}"
+    if available:
+        return "ndb", f"auto: {img.reason}"
+    return "galera", (f"auto: NDB image {img.image} not present locally (docker pull {img.image}, set "
+                      f"NDBCHAOS_NDB_IMAGE, or set {ndb_image.DIST_ENV} to build one); using galera")
 
 
-__all__ = ["ENGINE_NAMES", "get_engine", "ndb_image", "resolve_engine"]
+__all__ = ["ENGINE_NAMES", "get_engine", "resolve_engine"]

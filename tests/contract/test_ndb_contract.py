@@ -1,8 +1,9 @@
 """Contract suite for the NDB engine against a real MySQL NDB Cluster image.
 
-Runs only when the image is present locally (``NDBCHAOS_NDB_IMAGE``, default
-container-registry.oracle.com/mysql/community-cluster:8.4); otherwise every test is reported as
-skipped with the reason and how to get the image. Nothing here pulls, builds or imitates NDB.
+Runs when NDB is available (``ndbchaos.ndb.image.choose``): an image present locally (an official
+one, or ``NDBCHAOS_NDB_IMAGE``) or a MySQL Cluster binary distribution in ``NDBCHAOS_NDB_DIST`` to
+build ``ndbchaos/ndb:<hash>`` from; otherwise every test is reported as skipped with the reason
+and how to get NDB. Nothing here pulls or imitates NDB.
 
     .venv/bin/pytest tests/contract -m ndb_contract -rs
 
@@ -26,7 +27,8 @@ import pytest
 
 from ndbchaos import runtime
 from ndbchaos.engines import get_engine
-from ndbchaos.engines.ndb import LAYOUTS, NdbEngine, missing_image_message
+from ndbchaos.engines.ndb import LAYOUTS
+from ndbchaos.ndb import image as ndb_image
 from ndbchaos.events import KINDS
 
 pytestmark = [pytest.mark.ndb_contract, pytest.mark.docker]
@@ -36,9 +38,9 @@ def _require_image() -> None:
     ok, why = runtime.docker_available()
     if not ok:
         pytest.skip(f"no Docker engine answers: {why}")
-    image = NdbEngine().image({})
-    if not runtime.image_present(image):
-        pytest.skip(missing_image_message(image))
+    choice = ndb_image.choose({})
+    if not choice.buildable and not runtime.image_present(choice.image):
+        pytest.skip(ndb_image.missing_image_message(choice.image))
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ def images(monkeypatch):
     monkeypatch.setattr(runtime, "image_present", lambda name: name in present)
     monkeypatch.setattr(runtime, "docker_available", lambda: (True, ""))
     monkeypatch.delenv("NDBCHAOS_NDB_IMAGE", raising=False)
+    monkeypatch.delenv("NDBCHAOS_NDB_DIST", raising=False)
     return present
 
 
@@ -29,6 +30,7 @@ def test_auto_falls_back_to_galera_and_says_why(images):
 
 
 def test_auto_without_docker(monkeypatch):
+    monkeypatch.delenv("NDBCHAOS_NDB_DIST", raising=False)
     monkeypatch.setattr(runtime, "image_present", lambda name: False)
     monkeypatch.setattr(runtime, "docker_available", lambda: (False, "no Docker engine answers"))
     name, why = resolve_engine("auto")
@@ -63,7 +65,7 @@ def test_galera_and_unknown(images):
     assert get_engine("ndb").name == "ndb"
 
 
-def test_ensure_images_never_builds(images):
+def test_ensure_images_never_builds_without_a_distribution(images):
     with pytest.raises(NdbChaosError) as ei:
         NdbEngine().ensure_images({})
     assert "not present locally" in str(ei.value)

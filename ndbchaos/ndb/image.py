@@ -1,0 +1,115 @@
+"""Which NDB image a run uses, and building one from a binary distribution.
+
+In order of precedence:
+
+1. ``ndb_image`` (option) or ``NDBCHAOS_NDB_IMAGE``: exactly that image, never built here;
+2. an official MySQL Cluster image present locally (``OFFICIAL``, first found);
+3. ``NDBCHAOS_NDB_DIST``: a MySQL Cluster binary distribution for Linux (the official generic
+   tarball ``.tar.xz``/``.tar.gz``, or an unpacked one); ``cluster/images/build.sh ndb`` builds
+   ``ndbchaos/ndb:<hash>`` from Debian packages plus the distribution's programs, with an
+   entrypoint that takes the official image's commands (``cluster/images/ndb/entrypoint.sh``),
+   so ``cluster/compose/ndb.yml`` runs unchanged on either;
+4. otherwise the default official name, which is missing: NDB is not available.
+
+The recipe script validates the distribution (exists, is an archive or folder, has the programs,
+is built for this host's architecture) and says what is wrong in one line; that line is what
+``NdbChaosError`` carries here.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .. import runtime
+from ..errors import NdbChaosError
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "cluster" / "images" / "build.sh"
+
+#: official images, in the order they are looked for (the Oracle registry's, then Docker Hub's
+#: build of the same recipe, mysql/mysql-docker mysql-cluster/8.4)
+OFFICIAL = ("container-registry.oracle.com/mysql/community-cluster:8.4", "mysql/mysql-cluster:8.4")
+DEFAULT_IMAGE = OFFICIAL[0]
+DIST_ENV = "NDBCHAOS_NDB_DIST"
+
+
+@dataclass(frozen=True)
+class ImageChoice:
+    image: str
+    source: str  # explicit | official | dist | none
+    reason: str  # one line for the person running the tests
+
+    @property
+    def buildable(self) -> bool:
+        return self.source == "dist"
+
+
+def missing_image_message(image: str) -> str:
+    return (f"NDB image {image} not present locally; docker pull {image} (or docker load -i <saved image>), "
+            f"set NDBCHAOS_NDB_IMAGE to a local image, or set {DIST_ENV} to a MySQL Cluster binary "
+            f"distribution (.tar.xz/.tar.gz or folder) to build one")
+
+
+def dist_path() -> str | None:
+    return os.environ.get(DIST_ENV) or None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+@lru_cache(maxsize=8)
+def _dist_tag(dist: str, stamp: tuple) -> str:
+    r = subprocess.run(["bash", str(BUILD), "--tag", "ndb"], capture_output=True, text=True,
+                       env={**os.environ, DIST_ENV: dist})
+    if r.returncode != 0 or not r.stdout.strip():
+        raise NdbChaosError(_last_line(r.stderr) or f"{DIST_ENV}={dist}: cannot compute the image tag")
+    return r.stdout.strip()
+
+
+def dist_tag(dist: str) -> str:
+    """The tag the recipe gives the image of this distribution (hash of recipe + content)."""
+    try:
+        st = os.stat(dist)
+        stamp = (st.st_size, st.st_mtime_ns, os.path.isdir(dist))
+    except OSError:
+        stamp = ()
+    return _dist_tag(dist, stamp)
+
+
+def choose(options: dict | None = None) -> ImageChoice:
+    """The image of this run (see the module docstring). Needs the Docker engine to look for
+    official images; raises NdbChaosError (one line) for a distribution that cannot be used."""
+    options = options or {}
+    explicit = options.get("ndb_image") or os.environ.get("NDBCHAOS_NDB_IMAGE")
+    if explicit:
+        return ImageChoice(explicit, "explicit", f"image {explicit} (NDBCHAOS_NDB_IMAGE)")
+    for img in OFFICIAL:
+        if runtime.image_present(img):
+            return ImageChoice(img, "official", f"official image {img} present locally")
+    dist = dist_path()
+    if dist:
+        tag = dist_tag(dist)
+        how = "built" if runtime.image_present(tag) else "to be built"
+        return ImageChoice(tag, "dist", f"image {tag} {how} from {DIST_ENV}={dist}")
+    return ImageChoice(DEFAULT_IMAGE, "none", missing_image_message(DEFAULT_IMAGE))
+
+
+def ensure(choice: ImageChoice) -> None:
+    """The chosen image is present afterwards, or NdbChaosError says why in one line. Only an
+    image of a distribution is built; any other is the user's to provide."""
+    if runtime.image_present(choice.image):
+        return
+    if not choice.buildable:
+        raise NdbChaosError(missing_image_message(choice.image))
+    # Progress to our stderr (the build takes a minute or two); the recipe's error line is kept.
+    r = subprocess.run(["bash", str(BUILD), "ndb"], stdout=sys.stderr, stderr=subprocess.PIPE, text=True,
+                       env={**os.environ, DIST_ENV: dist_path() or ""})
+    if r.returncode != 0 or not runtime.image_present(choice.image):
+        raise NdbChaosError(_last_line(r.stderr) or f"building {choice.image} failed")
