@@ -13,10 +13,11 @@ def register(sub) -> None:
                     '{"time", "reporter", "node", "kind", ...}. --engine ndb reads the ndb_mgmd cluster '
                     "log (ndb_<id>_cluster.log), a data node log (ndb_<id>_out.log or the container "
                     "output) or error log; --engine galera reads a mariadbd error log. Unrecognised "
-                    "lines are skipped (kept as kind 'other' with --all). FILE '-' reads standard input.")
+                    "lines are skipped; with --all, lines the reader deliberately ignores come as kind 'ignored' "
+                    "(with their group) and unknown ones as kind 'other'. FILE '-' reads standard input.")
     p.add_argument("file", metavar="FILE", help="the log file ('-' for standard input)")
     p.add_argument("--engine", default="ndb", help="ndb (default) or galera")
-    p.add_argument("--all", action="store_true", help="also print unrecognised lines as kind 'other'")
+    p.add_argument("--all", action="store_true", help="also print ignored lines (kind 'ignored', with their group) and unknown ones (kind 'other')")
     p.add_argument("--reporter", type=int, default=None,
                    help="NDB node id whose own log this is (data node logs carry no 'Node N:' prefix)")
     p.set_defaults(func=run)
