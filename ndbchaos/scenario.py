@@ -94,8 +94,9 @@ class ScenarioRun:
         self.seed = seed if seed is not None else random.randrange(1 << 30)
         self.rng = random.Random(self.seed)
         self.title = title
-        self.workload = get_workload(workload, **(workload_params or {}))
         eng = cluster.engine
+        # The engine's settings first (e.g. NDB's locking reads for the bank), the caller's over them.
+        self.workload = get_workload(workload, **{**eng.workload_params(workload), **(workload_params or {})})
         self.client = client or ClientOptions()
         self.client.engine = eng.name
         self.client.user, self.client.password, self.client.database = eng.sql_user, eng.sql_password, eng.sql_database

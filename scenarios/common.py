@@ -5,7 +5,10 @@
               the SQL nodes expected to serve succeed, the others are expected to stop serving
     recovery  heal (node restart / partition healed / bootstrap); every node healthy within the
               recovery bound; every SQL node serves its clients again
-    verdict   no acknowledged write lost (ledger), surviving SQL nodes' outage within the bound
+    verdict   no acknowledged write lost (ledger), surviving SQL nodes' outage within the bound;
+              when the expectation is that the whole cluster stops, the engine's durability
+              promise for a crash (``Engine.crash_loss_window_s``: NDB's last global checkpoint)
+              applies, anchored at the measured moment clients stopped being acknowledged
 
 Timing bounds are the engine's (``Expectation``), derived from its documented failure-detection
 settings; the reasons are in the engine modules.
@@ -40,6 +43,7 @@ def run_fault(run, cluster, fault, exp, lost: list[str], *, stopped_sql: list[st
     if stopped_sql is None:
         stopped_sql = sql_all if not exp.cluster_survives else [n.name for n in sql_nodes_on(cluster, lost)]
     serving = [n for n in sql_all if n not in stopped_sql]
+    stopped_at = None
     run.measure("expectation", exp.rule)
     run.measure("expected serving", ", ".join(serving) or "none")
 
@@ -92,8 +96,13 @@ def run_fault(run, cluster, fault, exp, lost: list[str], *, stopped_sql: list[st
         run.hold(AFTER_S)
 
     opts = dict(check_options or {})
-    if opts.get("gcp_loss_window_s") and "cluster_crash_at" not in opts:
-        opts["cluster_crash_at"] = start  # the whole-cluster crash this scenario caused
+    window = None if exp.cluster_survives else cluster.engine.crash_loss_window_s(cluster.options)
+    if window is not None and stopped_at is not None:
+        # The crash that matters for durability is when the cluster stopped committing (the last
+        # acknowledged operation), not when the fault began: a node group's survivors, or both
+        # halves of a split, still acknowledge commits until they shut down.
+        opts.setdefault("gcp_loss_window_s", window)
+        opts.setdefault("cluster_crash_at", stopped_at)
     res = run.finish(check_options=opts)
     checks = res.verdict["checks"]
     for name in ("durability", "invariant"):

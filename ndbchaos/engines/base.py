@@ -164,6 +164,23 @@ class Engine:
         or bootstrap when the whole cluster is down)."""
         raise NotImplementedError
 
+    def stop_node(self, cluster: "Cluster", node: "Node", timeout: float) -> str:
+        """The engine's graceful stop of one node, returned when the stop was requested (the
+        caller waits for the process to exit). Default: SIGTERM to the container's main process,
+        SIGKILL after ``timeout`` (``docker stop``). Returns how it was stopped, for the evidence."""
+        cluster.container(node).stop(timeout=int(timeout))
+        return "SIGTERM (docker stop)"
+
+    def thaw_nodes(self, cluster: "Cluster", nodes: list["Node"]) -> str:
+        """Unfreeze paused nodes and do what the engine needs after a freeze. Default: unpause;
+        the node carries on (Galera: it rejoins by itself). Returns what was done."""
+        from .. import runtime
+        for n in nodes:
+            c = cluster.container(n)
+            if runtime.container_state(c) == "paused":
+                c.unpause()
+        return "unpaused"
+
     # -- logs ---------------------------------------------------------------------------------
     #: roles whose container output is the engine's log (Galera: mariadbd and garbd)
     log_roles: tuple[str, ...] = ("data", "arbitrator")
@@ -190,6 +207,18 @@ class Engine:
                     events.append(ev)
         events.sort(key=lambda e: (e["t"] is None, e["t"] or 0))
         return events
+
+    # -- what the engine promises to clients ----------------------------------------------------
+    def workload_params(self, workload: str) -> dict:
+        """Engine-specific settings a workload needs so that its checks judge what the engine
+        promises (e.g. how to read several rows consistently). Default: none."""
+        return {}
+
+    def crash_loss_window_s(self, options: dict) -> float | None:
+        """The engine's durability promise when the whole cluster crashes: acknowledged commits
+        this many seconds before the cluster stopped acknowledging may be lost (and are reported
+        apart from other losses). None: no acknowledged commit may be lost."""
+        return None
 
     # -- client errors ------------------------------------------------------------------------
     def classify(self, errno: int | None, message: str):

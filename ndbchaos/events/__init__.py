@@ -92,4 +92,33 @@ def time_to_epoch(iso: str | None) -> float | None:
     return calendar.timegm(d.timetuple()) + d.microsecond / 1e6
 
 
-__all__ = ["ENGINES", "KINDS", "parse_line", "parse_lines", "parse_file", "time_to_epoch"]
+def merge_streams(streams: Iterable[list[dict]], window: float = 2.0) -> list[dict]:
+    """One time-ordered list from several logs that report the same events (NDB: every
+    ndb_mgmd's cluster log gets each data node's reports, and the data node's own log has them
+    too). An event is a duplicate of an earlier-listed stream's event with the same reporter,
+    kind, subject and text whose run time ``t`` is within ``window`` seconds; the first stream's
+    copy is kept (its ``log`` says where it came from) and ``also_in`` lists the other logs.
+    Events without ``t`` are kept as they are, after the timed ones."""
+    kept: list[dict] = []
+    index: dict[tuple, list[dict]] = {}
+    for stream in streams:
+        for ev in stream:
+            key = (ev.get("reporter"), ev.get("kind"), ev.get("node"), ev.get("text"))
+            t = ev.get("t")
+            twin = None
+            if t is not None:
+                twin = next((k for k in index.get(key, ()) if k.get("log") != ev.get("log")
+                             and abs(k["t"] - t) <= window), None)
+            if twin is not None:
+                also = twin.setdefault("also_in", [])
+                if ev.get("log") and ev["log"] not in also:
+                    also.append(ev["log"])
+                continue
+            kept.append(ev)
+            if t is not None:
+                index.setdefault(key, []).append(ev)
+    kept.sort(key=lambda e: (e.get("t") is None, e.get("t") or 0.0))
+    return kept
+
+
+__all__ = ["ENGINES", "KINDS", "merge_streams", "parse_line", "parse_lines", "parse_file", "time_to_epoch"]

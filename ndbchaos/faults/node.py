@@ -58,7 +58,9 @@ class Kill(Fault):
 
 
 class Stop(Kill):
-    """Graceful stop: the engine's own shutdown path (SIGTERM), then a node restart on heal."""
+    """Graceful stop: the engine's own shutdown path (``Engine.stop_node``: SIGTERM for most
+    processes; NDB data nodes through the management server, ``N STOP``), then a node restart on
+    heal."""
 
     kind = "stop"
 
@@ -68,8 +70,10 @@ class Stop(Kill):
         self.stop_timeout = timeout
 
     def _apply(self) -> None:
+        how = {}
         for t in self.targets:
-            self.cluster.container(t).stop(timeout=int(self.stop_timeout))
+            how[t.name] = self.cluster.engine.stop_node(self.cluster, t, self.stop_timeout)
+        self.window.params["how"] = how
 
 
 class Pause(Fault):
@@ -104,19 +108,18 @@ class Pause(Fault):
 
     def _revert(self) -> None:
         if self._held is not None:
-            self._held.stop()  # pumba unpauses on exit; we check (and unpause) below anyway
+            self._held.stop()  # pumba unpauses on exit; the engine checks (and unpauses) below anyway
             self._held = None
-        for t in self.targets:
-            c = self.cluster.container(t)
-            if runtime.container_state(c) == "paused":
-                c.unpause()
+        # The engine's thaw: unpause, plus what the engine needs after a freeze (an NDB data node
+        # that was declared dead shuts itself down on waking up and gets a node restart).
+        self.window.params["thaw"] = self.cluster.engine.thaw_nodes(self.cluster, self.targets)
 
     def _verify_healed(self) -> str:
         for t in self.targets:
             st = runtime.container_state(self.cluster.container(t))
             if st != "running":
-                raise FaultNotEffective(f"{t.name} is {st} after unpause")
-        return "thawed: " + ", ".join(t.name for t in self.targets)
+                raise FaultNotEffective(f"{t.name} is {st} after the thaw")
+        return "thawed: " + ", ".join(t.name for t in self.targets) + f" ({self.window.params.get('thaw')})"
 
 
 def _started_at(c) -> str:
@@ -125,8 +128,9 @@ def _started_at(c) -> str:
 
 
 class Restart(Fault):
-    """Restart the node: graceful (``docker restart``: SIGTERM, wait, start) or a crash-restart
-    (``graceful=False``: SIGKILL, then start). ``down_for`` seconds may pass between the two.
+    """Restart the node: graceful (the engine's graceful stop, ``Engine.stop_node``, then start) or
+    a crash-restart (``graceful=False``: SIGKILL, then start). ``down_for`` seconds may pass
+    between the two.
 
     The window covers the restart itself; heal only makes sure the node runs (it needs no
     undoing). The engine's reaction is the node leaving and rejoining (``cluster.wait_healthy``)."""
@@ -144,18 +148,15 @@ class Restart(Fault):
         for t in self.targets:
             c = self.cluster.container(t)
             self._before[t.name] = _started_at(c)
-            if self.graceful and not self.down_for:
-                c.restart(timeout=int(self.timeout))
+            if self.graceful:
+                self.cluster.engine.stop_node(self.cluster, t, self.timeout)
             else:
-                if self.graceful:
-                    c.stop(timeout=int(self.timeout))
-                else:
-                    c.kill(signal="SIGKILL")
-                wait_until(lambda: runtime.container_state(c) in DOWN, self.timeout + 5)
-                if self.down_for:
-                    import time
-                    time.sleep(self.down_for)
-                c.start()
+                c.kill(signal="SIGKILL")
+            wait_until(lambda: runtime.container_state(c) in DOWN, self.timeout + 5)
+            if self.down_for:
+                import time
+                time.sleep(self.down_for)
+            c.start()
         self.cluster.discover()
 
     def _verify_applied(self) -> str:

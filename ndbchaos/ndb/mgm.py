@@ -4,9 +4,9 @@ Pure functions over text; nothing here talks to a container. The formats are tho
 ``CommandInterpreter.cpp`` (``print_nodes``, ``print_status``, ``status_string``) as recorded in
 reference/ndb.md section 2:
 
-SHOW::
+SHOW (the first line is 9.x's; 8.0 printed ``Connected to Management Server at: localhost:1186``)::
 
-    Connected to Management Server at: localhost:1186 (using cleartext)
+    Connected to management server at 127.0.0.1 port 1186 (using cleartext)
     Cluster Configuration
     ---------------------
     [ndbd(NDB)]     2 node(s)
@@ -49,7 +49,10 @@ DATA_STATES = tuple(s for s in STATUS_NAMES if s != "connected")
 _TYPES = {"NDB": "NDB", "MGM": "MGM", "API": "API"}
 
 _PROMPT = re.compile(r"^(?:ndb_mgm>\s*)+")
-_CONNECTED = re.compile(r"^Connected to Management Server at:\s*(?P<addr>\S+)(?:\s+\((?P<transport>[^)]*)\))?\s*$")
+# 9.x: "Connected to management server at 127.0.0.1 port 1186 (using cleartext)";
+# 8.0: "Connected to Management Server at: localhost:1186 (using cleartext)".
+_CONNECTED = re.compile(r"^Connected to management server at:?\s*(?P<host>[^\s:]+|\[[^\]]+\])(?::(?P<port1>\d+)| port (?P<port2>\d+))?"
+                        r"(?:\s+\((?P<transport>[^)]*)\))?\s*$", re.I)
 _HEADER = re.compile(r"^\[(?P<proc>[^\]()]+)\((?P<type>NDB|MGM|API)\)\]\s+(?P<count>\d+)\s+node\(s\)\s*$")
 _ID = re.compile(r"^id=(?P<id>\d+)(?P<rest>.*)$")
 _NOT_CONNECTED = re.compile(r"^\s*\(not connected, accepting connect from (?P<host>[^)]*)\)\s*$")
@@ -152,6 +155,16 @@ class MgmReport:
                 "errors": list(self.errors)}
 
 
+def _addr(m: re.Match) -> str:
+    port = m.group("port1") or m.group("port2")
+    return f"{m.group('host')}:{port}" if port else m.group("host")
+
+
+def answered(text: str) -> bool:
+    """Did the management client reach a management server (its banner line is in ``text``)?"""
+    return any(_CONNECTED.match(_clean(ln).strip()) for ln in (text or "").splitlines())
+
+
 def _clean(line: str) -> str:
     return _PROMPT.sub("", line.rstrip("\r\n")).rstrip()
 
@@ -188,7 +201,7 @@ def parse_show(text: str, report: MgmReport | None = None) -> MgmReport:
         s = line.strip()
         m = _CONNECTED.match(s)
         if m:
-            rep.connected_to = m.group("addr")
+            rep.connected_to = _addr(m)
             rep.transport = m.group("transport")
             continue
         m = _HEADER.match(s)
@@ -242,7 +255,7 @@ def parse_status(text: str, report: MgmReport | None = None) -> MgmReport:
             continue
         m = _CONNECTED.match(s)
         if m:
-            rep.connected_to = rep.connected_to or m.group("addr")
+            rep.connected_to = rep.connected_to or _addr(m)
             rep.transport = rep.transport or m.group("transport")
             continue
         m = _STATUS.match(s)

@@ -3,9 +3,16 @@
 The invariant (NDB's own testSRBank, Jepsen's bank test): every successful read sums to the
 initial total. Transfers lock both rows (SELECT ... FOR UPDATE) in id order, so no transfer can
 overdraw and the total is conserved by every committed transaction.
+
+``read_lock``: how a read of every balance is made consistent. None (default): one plain SELECT,
+a snapshot on engines with MVCC snapshots (InnoDB/Galera). ``"share"``: the SELECT takes shared
+locks inside a transaction (``FOR SHARE``), for engines that only offer READ COMMITTED (NDB; the
+engine asks for it through ``Engine.workload_params``). The choice is in the history's header.
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from . import register
 from .base import Workload, bulk_insert
@@ -14,7 +21,15 @@ from .base import Workload, bulk_insert
 @register
 class Bank(Workload):
     name = "bank"
-    defaults = {"accounts": 8, "balance": 100, "max_transfer": 5, "read_share": 0.2, "table": "accounts"}
+    defaults = {"accounts": 8, "balance": 100, "max_transfer": 5, "read_share": 0.2, "table": "accounts",
+                "read_lock": None}
+    READ_LOCKS = (None, "share")
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        if self.params["read_lock"] not in self.READ_LOCKS:
+            from ..errors import UsageError
+            raise UsageError(f"bank: read_lock={self.params['read_lock']!r} (expected none or 'share')")
 
     def schema(self, table_engine):
         t = self.params["table"]
@@ -44,35 +59,44 @@ class Bank(Workload):
     def execute(self, cur, f, value):
         t = self.params["table"]
         if f == "read":
-            cur.execute(f"SELECT id, balance FROM {t}")
-            return {"balances": {str(i): int(b) for i, b in cur.fetchall()}}
+            if self.params["read_lock"] is None:
+                cur.execute(f"SELECT id, balance FROM {t}")
+                return {"balances": {str(i): int(b) for i, b in cur.fetchall()}}
+            with _transaction(cur):
+                cur.execute(f"SELECT id, balance FROM {t} FOR SHARE")
+                rows = cur.fetchall()
+            return {"balances": {str(i): int(b) for i, b in rows}}
         if f == "transfer":
             a, b, x = value["from"], value["to"], value["amount"]
-            conn = cur._connection
-            cur.execute("START TRANSACTION")
-            try:
+            with _transaction(cur):
                 lo, hi = sorted((a, b))
                 cur.execute(f"SELECT id, balance FROM {t} WHERE id IN (%s, %s) ORDER BY id FOR UPDATE", (lo, hi))
                 bal = dict(cur.fetchall())
                 if bal.get(a, 0) < x:
-                    cur.execute("ROLLBACK")
                     raise InsufficientFunds(a, bal.get(a, 0), x)
                 cur.execute(f"UPDATE {t} SET balance = balance - %s WHERE id = %s", (x, a))
                 cur.execute(f"UPDATE {t} SET balance = balance + %s WHERE id = %s", (x, b))
-                cur.execute("COMMIT")
-            except InsufficientFunds:
-                raise
-            except BaseException:
-                try:
-                    conn.rollback()
-                except Exception:
-                    pass
-                raise
             return value
         raise ValueError(f)
 
     def final_reads(self):
         return [("read", None)]
+
+
+@contextlib.contextmanager
+def _transaction(cur):
+    """START TRANSACTION ... COMMIT; on any way out with an exception, roll back (best effort:
+    the connection may be gone) and re-raise."""
+    cur.execute("START TRANSACTION")
+    try:
+        yield
+        cur.execute("COMMIT")
+    except BaseException:
+        try:
+            cur._connection.rollback()
+        except Exception:
+            pass
+        raise
 
 
 class InsufficientFunds(Exception):

@@ -400,3 +400,39 @@ def test_registry_names():
         wl = get_workload(name)
         assert wl.name == name and wl.spec()[0] == name
         assert isinstance(wl, (Oltp, Fakebook))
+
+
+# -- bank -----------------------------------------------------------------------------------------
+
+class _Conn:
+    def __init__(self):
+        self.rolled_back = 0
+
+    def rollback(self):
+        self.rolled_back += 1
+
+
+def test_bank_reads_plain_or_under_shared_locks():
+    cur = FakeCursor(rows=[(0, 60), (1, 40)])
+    assert get_workload("bank").execute(cur, "read", None) == {"balances": {"0": 60, "1": 40}}
+    assert [s for s, _ in cur.sent] == ["SELECT id, balance FROM accounts"]
+    # NDB offers only READ COMMITTED: a consistent total needs shared locks in one transaction
+    cur = FakeCursor(rows=[(0, 60), (1, 40)])
+    assert get_workload("bank", read_lock="share").execute(cur, "read", None)["balances"] == {"0": 60, "1": 40}
+    assert [s for s, _ in cur.sent] == ["START TRANSACTION", "SELECT id, balance FROM accounts FOR SHARE", "COMMIT"]
+    with pytest.raises(UsageError):
+        get_workload("bank", read_lock="exclusive")
+
+
+def test_bank_transfer_rolls_back_on_any_error():
+    from ndbchaos.workload.bank import InsufficientFunds
+    cur = FakeCursor(rows=[(0, 3), (1, 40)])
+    cur._connection = _Conn()
+    with pytest.raises(InsufficientFunds):
+        get_workload("bank").execute(cur, "transfer", {"from": 0, "to": 1, "amount": 5})
+    assert cur._connection.rolled_back == 1 and not any(s.startswith(("UPDATE", "COMMIT")) for s, _ in cur.sent)
+    cur = FakeCursor(rows=[(0, 30), (1, 40)], fail_on="UPDATE")
+    cur._connection = _Conn()
+    with pytest.raises(Boom):
+        get_workload("bank").execute(cur, "transfer", {"from": 0, "to": 1, "amount": 5})
+    assert cur._connection.rolled_back == 1
