@@ -273,9 +273,15 @@ class ScenarioRun:
                       extension="jsonl")
 
     def close(self) -> None:
-        """Every path out: stop the load and the observer, heal what is open."""
+        """Every path out: stop the load and the observer, heal what is open. A run that did not
+        reach ``finish()`` (an assertion failed, an error) still leaves its evidence in the
+        report: the history so far, the fault windows, status samples and the engine's events."""
+        history = None
         if self._load_running:
-            self.runner.kill()
+            try:
+                history = self.runner.stop(timeout=20)  # workers finish the operation in flight
+            except BaseException:
+                self.runner.kill()
             self._load_running = False
         self.observer.stop()
         for f in self.faults:
@@ -283,3 +289,27 @@ class ScenarioRun:
                 f.heal()
             except Exception as e:
                 log.warning("heal of %s failed: %s", f.kind, e)
+        if self.result is None and allure is not None and self.faults:
+            try:
+                self._attach_incomplete(history)
+            except Exception as e:  # evidence is best effort on a failed run
+                log.warning("attaching the evidence of the incomplete run failed: %s", e)
+
+    def _attach_incomplete(self, history) -> None:
+        windows = [w.to_dict() for w in self.cluster.fault_windows if w.start is not None and w.start >= self._t0]
+        attach_json(windows, "fault windows (incomplete run)")
+        attach_json(self.phases, "phases (incomplete run)")
+        attach_json({k: m.__dict__ for k, m in self.measurements.items()}, "measurements (incomplete run)")
+        attach_json(self.observer.to_json(), "status samples (incomplete run)")
+        attach_json(self.cluster.events, "framework events (incomplete run)")
+        try:
+            events = self.cluster.engine.collect_events(self.cluster, self._t0)
+        except Exception as e:
+            events = [{"error": f"collecting engine log events failed: {e}"}]
+        attach_json(events, f"{self.cluster.engine.name} log events (incomplete run)")
+        if history is not None:
+            import io
+            buf = io.StringIO()
+            history.dump(buf)
+            allure.attach(buf.getvalue(), name="history.jsonl (incomplete run)",
+                          attachment_type=allure.attachment_type.TEXT, extension="jsonl")

@@ -76,6 +76,7 @@ def run_fault(run, cluster, fault, exp, lost: list[str], *, stopped_sql: list[st
                 f"{exp.detection_bound_s:.1f} s after the fault")
             run.measure("stopped serving", stopped_at - start, "s", bound=exp.detection_bound_s,
                         note="fault -> last successful operation anywhere")
+        shut_down = wait_shut_down(run, cluster, exp, start)
         run.hold(HOLD_S)
         if not exp.cluster_survives or stopped_sql:
             recent = {n: run.runner.last_ok(n) for n in stopped_sql}
@@ -113,7 +114,52 @@ def run_fault(run, cluster, fault, exp, lost: list[str], *, stopped_sql: list[st
         assert gap <= exp.detection_bound_s, (
             f"clients on {name}, expected to keep serving, saw no success for {gap:.2f} s, more than "
             f"the detection bound {exp.detection_bound_s:.1f} s")
+    check_exit_codes(cluster, exp, res.events, start, shut_down)
     return res
+
+
+def wait_shut_down(run, cluster, exp, start: float) -> list[str]:
+    """The nodes the engine's rules say must shut themselves down (``details["shut_down"]``,
+    e.g. NDB data nodes that lose arbitration) have stopped within ``details["decision_bound_s"]``
+    of the fault: the decision is complete on every side before the heal, so that what is healed
+    is what the rules produced. Returns their names (empty when the engine names none)."""
+    shut = list(exp.details.get("shut_down") or [])
+    if not shut:
+        return []
+    bound = float(exp.details.get("decision_bound_s") or exp.detection_bound_s)
+    stopped = cluster.engine.process_stopped
+
+    with run.step(f"wait until {', '.join(shut)} shut down (bound {bound:.0f} s)"):
+        deadline = start + bound
+        while True:
+            left = [n for n in shut if not stopped(cluster, cluster.topology.node(n))]
+            if not left:
+                break
+            assert run.clock.now() < deadline, (
+                f"the rules say {', '.join(shut)} shut down ({exp.rule}); {', '.join(left)} still running "
+                f"{bound:.1f} s after the fault")
+            time.sleep(0.2)
+        run.measure("shut down", run.clock.now() - start, "s", bound=bound,
+                    note=f"fault -> {', '.join(shut)} stopped by their own decision")
+    return shut
+
+
+def check_exit_codes(cluster, exp, events: list[dict], since: float, shut: list[str]) -> None:
+    """Each node that shut itself down reported the exit code the rules give it
+    (``details["exit_codes"]``, NDB: a forced shutdown with 2305, 'Arbitrator decided to
+    shutdown this node'), as the engine's own log events show."""
+    codes = exp.details.get("exit_codes") or {}
+    if not shut or not codes:
+        return
+    seen: dict[str, list] = {}
+    for e in events:
+        if e.get("kind") == "forced_shutdown" and e.get("t") is not None and e["t"] >= since - 1:
+            name = next((n.name for n in cluster.topology.nodes if n.nodeid == e.get("node")), None)
+            if name:
+                seen.setdefault(name, []).append(e.get("exit_code"))
+    wrong = {n: seen.get(n) for n in shut if codes.get(n) is not None and codes[n] not in (seen.get(n) or [])}
+    assert not wrong, (f"expected forced shutdowns with {({n: codes[n] for n in wrong})} ({exp.rule}); "
+                       f"the engine's logs show {wrong}")
 
 
 def wait_stopped_serving(run, nodes, since: float, timeout: float, quiet: float = 1.5):

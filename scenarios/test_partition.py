@@ -28,7 +28,7 @@ def _partition_expectation(cluster, components, family) -> tuple[Expectation, li
     survives = bool(out["serving"]) and any(
         cluster.topology.node(n).role == TP.DATA for comp in out["serving"] for n in comp)
     return Expectation(family=family, survivors_serve=survives, cluster_survives=survives,
-                       rule=out["rule"], detection_bound_s=base.detection_bound_s,
+                       rule=out["rule"], detection_bound_s=out.get("detection_bound_s") or base.detection_bound_s,
                        recovery_bound_s=base.recovery_bound_s if survives else
                        cluster.engine.expectation("nodegroup_loss", cluster).recovery_bound_s,
                        recovery="partition healed, then " + (base.recovery if survives else "restart"),

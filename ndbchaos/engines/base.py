@@ -171,15 +171,23 @@ class Engine:
         cluster.container(node).stop(timeout=int(timeout))
         return "SIGTERM (docker stop)"
 
-    def thaw_nodes(self, cluster: "Cluster", nodes: list["Node"]) -> str:
-        """Unfreeze paused nodes and do what the engine needs after a freeze. Default: unpause;
-        the node carries on (Galera: it rejoins by itself). Returns what was done."""
+    def process_stopped(self, cluster: "Cluster", node: "Node") -> bool:
+        """Has the node's server process stopped (crashed, shut itself down, been stopped)?
+        Default: its container has exited."""
         from .. import runtime
-        for n in nodes:
-            c = cluster.container(n)
-            if runtime.container_state(c) == "paused":
-                c.unpause()
-        return "unpaused"
+        return runtime.container_state(cluster.container(node)) in ("exited", "dead")
+
+    def excluded_running(self, cluster: "Cluster", nodes: list["Node"]) -> list["Node"]:
+        """Of ``nodes``, those whose process still runs (or is frozen) but whom the cluster has
+        excluded: what a freeze or a partition leaves behind before it is healed. Asked before
+        the heal; the answer goes to ``rejoin`` after it. Default: none (the engine takes its
+        members back by itself, as Galera does)."""
+        return []
+
+    def rejoin(self, cluster: "Cluster", nodes: list["Node"]) -> str:
+        """What nodes excluded while unreachable (``excluded_running``) need once they can talk
+        to the cluster again; returns what was done, for the evidence. Default: nothing."""
+        return "nothing: the engine takes them back by itself"
 
     # -- logs ---------------------------------------------------------------------------------
     #: roles whose container output is the engine's log (Galera: mariadbd and garbd)

@@ -124,6 +124,30 @@ def arbitration_check(groups: dict[int, set[int]], before: set[int], survivors: 
     return "arbitrate", "Network partitioning - arbitration required"
 
 
+def partition_bounds(tm: dict, unreachable: int, members: int) -> tuple[float, float]:
+    """(detection, decision) bounds in seconds for one side of a network partition: the side
+    has ``members`` data nodes and cannot reach ``unreachable`` data nodes that were alive.
+
+    Data nodes watch each other around a heartbeat ring, one neighbour each (the logs' "our left
+    neighbour is Node N"): a node found dead is replaced by the next one, so a side finds the
+    nodes it cannot reach one after the other, each after up to HEARTBEATS_TO_DETECT intervals
+    of HeartbeatIntervalDbDb. Measured on 9.7.2 with 1 s: an isolated node declared its three
+    peers dead 5 s apart; a half of a 2/2 split found the other half at 5 s and 10 s.
+
+    * detection (a side that survives): every unreachable node found, then ArbitrationTimeout
+      when the side must ask the arbitrator, plus our observation slack;
+    * decision (a side that stops): the same for the side's president; its peers on the same
+      side do not take the president's shutdown as a node failure when the connection closes
+      (9.7.2: "transporter to node 11 disconnected", then "Node 11 leaving cluster due to
+      Heartbeat failure" 4.3 s later) but find it by heartbeat: one more round per side with
+      more than one data node.
+    """
+    round_s = HEARTBEATS_TO_DETECT * tm["heartbeat_db_s"]
+    detection = unreachable * round_s + tm["arbitration_timeout_s"] + OBSERVATION_SLACK
+    decision = (unreachable + (1 if members > 1 else 0)) * round_s + tm["arbitration_timeout_s"] + OBSERVATION_SLACK
+    return detection, decision
+
+
 class NdbEngine(Engine):
     name = "ndb"
     table_engine = "NDBCLUSTER"
@@ -428,9 +452,7 @@ class NdbEngine(Engine):
         whole node group killed: "Arbitration check lost - missing node group" appeared only in
         the survivors' own logs). Duplicates across logs are merged (``events.merge_streams``)."""
         from ..events import merge_streams, parse_lines, time_to_epoch
-        streams = []
-        for mgm in sorted(cluster.topology.role(T.MGM), key=lambda n: n.nodeid or 0):
-            streams.append(self.cluster_log_follower(cluster, mgm).poll())
+        streams = []  # the data nodes' own logs first: their stamps are when it happened
         wall_since = int(cluster.clock.wall(since)) - 1
         for n in sorted(cluster.topology.data_nodes, key=lambda n: n.nodeid or 0):
             try:
@@ -444,7 +466,16 @@ class NdbEngine(Engine):
                 ev["log"] = n.name
                 evs.append(ev)
             streams.append(evs)
-        return [e for e in merge_streams(streams) if e.get("t") is None or e["t"] >= since - 1]
+        for mgm in sorted(cluster.topology.role(T.MGM), key=lambda n: n.nodeid or 0):
+            streams.append(self.cluster_log_follower(cluster, mgm).poll())
+        # A cluster log's copy can be late by as long as the node could not reach that ndb_mgmd
+        # (a partition; 9.7.2: a forced shutdown logged 5 s later by ndb_mgmd after the heal).
+        merged = merge_streams(streams, window=2.0, late=self.CLUSTER_LOG_LATE_S)
+        return [e for e in merged if e.get("t") is None or e["t"] >= since - 1]
+
+    #: how much later than the node's own log a cluster log may list the same report: the
+    #: longest a node is cut off from ndb_mgmd in our scenarios (a partition's hold), our bound
+    CLUSTER_LOG_LATE_S = 60.0
 
     def cluster_log_follower(self, cluster, node: T.Node | None = None, keep_other: bool = False):
         """A follower of a management node's cluster log (see ndbchaos.ndb.clusterlog)."""
@@ -856,7 +887,10 @@ class NdbEngine(Engine):
                       "the cluster needs a system restart"),
                 detection_bound_s=det_data_arb, recovery_bound_s=rec_system, recovery="system_restart",
                 details={"decision": steps, "lost": names(lost), "shut_down": names(survivors),
-                         "exit_code": 2305, "arbitrator": arbitrator,
+                         # a kill closes TCP connections: the survivors learn at once and decide
+                         "decision_bound_s": det_data_arb,
+                         "exit_code": 2305, "exit_codes": {x: 2305 for x in names(survivors)},
+                         "arbitrator": arbitrator,
                          "gcp_loss_window_s": self.crash_loss_window_s(cluster.options),
                          "expected_events": ["arbitration_check_lost", "forced_shutdown"],
                          "client_errors": {"expected": [4009], "class": "unknown",
@@ -923,6 +957,11 @@ class NdbEngine(Engine):
                       "(ndb.md 10.4: 50/50 with the arbitrator isolated from both)"),
                 detection_bound_s=det, recovery_bound_s=rec_system, recovery="system_restart",
                 details={"halves": [names(side_a), names(side_b)], "shut_down": names(data_ids), "exit_code": 2305,
+                         "exit_codes": {x: 2305 for x in names(data_ids)},
+                         # each half finds the other half's nodes one after the other around the
+                         # heartbeat ring, then its president decides, then its peers find that out
+                         "decision_bound_s": max(partition_bounds(tm, len(side_b), len(side_a))[1],
+                                                 partition_bounds(tm, len(side_a), len(side_b))[1]),
                          "arbitrator": arbitrator, "gcp_loss_window_s": self.crash_loss_window_s(cluster.options),
                          "assumption": ("the split and the arbitrator's isolation start together; if the data "
                                         "nodes lose the arbitrator first, they elect the next candidate "
@@ -1028,9 +1067,9 @@ class NdbEngine(Engine):
             start(n)
         cluster.discover()
 
-    #: How long a thawed data node that the others declared dead may take to notice and shut
-    #: itself down. Measured on 9.7.2: 0.31 s after the unpause (error 2315, "We(12) have been
-    #: declared dead by 13 ... Heartbeat failure"); the bound is our margin, not an NDB setting.
+    #: How long a data node that the others declared dead while it was frozen or cut off may take
+    #: to notice and shut itself down once it can talk again. Measured on 9.7.2: 0.3 s after the
+    #: unpause or the heal (error 2315); the bound is our margin, not an NDB setting.
     THAW_SHUTDOWN_BOUND = 30.0
 
     def stop_node(self, cluster, node: T.Node, timeout: float) -> str:
@@ -1050,30 +1089,60 @@ class NdbEngine(Engine):
             raise NdbChaosError(f"graceful stop of {node.name} refused: ndb_mgm '{node.nodeid} STOP' said {last[0]!r}")
         return f"ndb_mgm '{node.nodeid} STOP' via {src}"
 
-    def thaw_nodes(self, cluster, nodes) -> str:
-        """Unpause; then a data node that the cluster declared dead while it was frozen shuts
-        itself down on waking (9.7.2: error 2315 "Node declared dead", container exit code 0) and
-        needs a node restart, which is started here. A node frozen for less than the heartbeat
-        detection time is still a member and carries on."""
+    #: The data node's processes inside its container: the angel (PID 1) and the data node it
+    #: forks, both named after the program. Counted from /proc, which every image has.
+    _DATA_PROCESSES = ("sh", "-c", 'grep -l "^Name:[[:space:]]*ndb\\(mt\\)\\{0,1\\}d$" /proc/[0-9]*/status 2>/dev/null | wc -l')
+
+    def process_stopped(self, cluster, node: T.Node) -> bool:
+        """A data node has stopped when its container has exited, or when only the angel is left.
+        The second happens after a forced shutdown while the node cannot reach any ndb_mgmd
+        (a partition): the angel then tries for 120 s to report the shutdown reason before it
+        exits (9.7.2: "Unable to report shutdown reason to '10.213.77.101 1186'" 120.1 s after
+        "Forced node shutdown completed"), so the container stays up while the node is down."""
+        if super().process_stopped(cluster, node):
+            return True
+        if node.role != T.DATA:
+            return False
+        code, out = self._exec(cluster, node, list(self._DATA_PROCESSES), timeout=10)
+        return code == 0 and out.strip().isdigit() and int(out.strip()) < 2
+
+    def excluded_running(self, cluster, nodes) -> list:
+        """Data nodes among ``nodes`` whose container runs (or is paused) while the management
+        server reports them ``not connected``: the cluster declared them dead (heartbeats) while
+        they were frozen or cut off."""
+        data = [n for n in nodes if n.role == T.DATA]
+        if not data:
+            return []
         rep, _ = self.mgm_report(cluster)
-        excluded = [n for n in nodes if n.role == T.DATA and rep is not None
-                    and (rep.node(n.nodeid) is None or not rep.node(n.nodeid).connected)]
-        super().thaw_nodes(cluster, nodes)
+        if rep is None:
+            return []
+        out = []
+        for n in data:
+            m = rep.node(n.nodeid)
+            if (m is None or not m.connected) and \
+                    runtime.container_state(cluster.container(n)) in ("running", "paused"):
+                out.append(n)
+        return out
+
+    def rejoin(self, cluster, nodes) -> str:
+        """A data node that was declared dead while unreachable learns it on its first contact
+        with the cluster and shuts itself down (9.7.2: error 2315 "We(12) have been declared dead
+        by 13 ... Heartbeat failure", 0.3 s after a thaw, about 1 s after a partition healed; its
+        container exits with code 0). One that already shut itself down while cut off (2305) has
+        only its angel left, which exits once it has reported to ndb_mgmd (4-9 s after the heal
+        on 9.7.2). Wait for the container to exit, then a node restart."""
         notes = []
-        for n in excluded:
+        for n in nodes:
             c = cluster.container(n)
             t0 = time.monotonic()
             while runtime.container_state(c) not in ("exited", "dead"):
                 if time.monotonic() - t0 > self.THAW_SHUTDOWN_BOUND:
-                    raise NdbChaosError(f"{n.name} was declared dead while frozen but still runs "
-                                        f"{self.THAW_SHUTDOWN_BOUND:.0f}s after the thaw")
+                    raise NdbChaosError(f"{n.name} was declared dead while unreachable but still runs "
+                                        f"{self.THAW_SHUTDOWN_BOUND:.0f}s after it could reach the cluster again")
                 time.sleep(0.1)
-            notes.append(f"{n.name} had been declared dead while frozen: shut itself down "
-                         f"{time.monotonic() - t0:.1f}s after the thaw")
-        if excluded:
-            self.recover_nodes(cluster, excluded)
-            notes.append("node restart of " + ", ".join(n.name for n in excluded))
-        return "; ".join(["unpaused"] + notes)
+            notes.append(f"{n.name} shut itself down {time.monotonic() - t0:.1f}s after it could reach the cluster")
+        self.recover_nodes(cluster, nodes)
+        return "; ".join(notes + ["node restart of " + ", ".join(n.name for n in nodes)])
 
     # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
     #: ndb_mgmd's PortNumber default (8.4 manual; ndb.md 1.1: the image EXPOSEs 1186)
@@ -1340,14 +1409,34 @@ class NdbEngine(Engine):
                          "[UNVERIFIED timing: management/API links and data node links have their own heartbeats]; "
                          "if the president loses the arbitrator first it selects the next candidate it reaches and "
                          "the side that holds that one wins instead")
+        # Timing, from the heartbeat ring (measured on 9.7.2, see partition_bounds):
+        tm = self.timings(cluster.options)
+        shut_down, decision_bound, detection_bound = [], 0.0, 0.0
+        for d in decisions:
+            if not d.get("data_nodes"):
+                continue
+            lost_here = len(before - set(d["data_nodes"]))
+            if d["outcome"] == "stopped":
+                shut_down += [by_id[x].name for x in d["data_nodes"]]
+                decision_bound = max(decision_bound, partition_bounds(tm, lost_here, len(d["data_nodes"]))[1])
+            elif d["outcome"] == "serving" and lost_here:
+                detection_bound = max(detection_bound, partition_bounds(tm, lost_here, len(d["data_nodes"]))[0])
+        if shut_down:
+            notes.append(f"the data nodes of stopped components ({', '.join(sorted(shut_down))}) shut down once they "
+                         f"have found every unreachable data node around the heartbeat ring: within "
+                         f"{decision_bound:.0f} s of the cut")
         rule = ("reference/ndb.md 5.1 (arbitration check per component of data nodes, in the order of "
                 "QmgrMain.cpp handleArbitCheck; alive before: "
                 f"{len(before)}; node groups {'; '.join(f'{g}:{sorted(m)}' for g, m in groups.items())}; "
                 f"arbitrator {arb_name or 'none'}{f' (node {arb})' if arb is not None else ''}, {arb_source}): "
                 + "; ".join(terms) + ". " + "; ".join(notes))
+        exit_codes = {by_id[x].name: d["exit_code"] for d in decisions if d["outcome"] == "stopped"
+                      for x in d.get("data_nodes", []) if d.get("exit_code")}
         return {"serving": serving, "stopped": stopped, "race": race, "rule": rule, "decisions": decisions,
                 "arbitrator": arb, "arbitrator_source": arb_source, "lost_data_nodes": lost,
-                "sql_serving": sql_serving}
+                "sql_serving": sql_serving, "shut_down": sorted(shut_down), "exit_codes": exit_codes,
+                "decision_bound_s": round(decision_bound, 3) if shut_down else None,
+                "detection_bound_s": round(detection_bound, 3) if detection_bound else None}
 
     def node_rejoining(self, status, node: str) -> bool:
         """Is ``node`` in the middle of recovery, as the NDB status shows it?

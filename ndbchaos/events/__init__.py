@@ -92,27 +92,33 @@ def time_to_epoch(iso: str | None) -> float | None:
     return calendar.timegm(d.timetuple()) + d.microsecond / 1e6
 
 
-def merge_streams(streams: Iterable[list[dict]], window: float = 2.0) -> list[dict]:
-    """One time-ordered list from several logs that report the same events (NDB: every
-    ndb_mgmd's cluster log gets each data node's reports, and the data node's own log has them
-    too). An event is a duplicate of an earlier-listed stream's event with the same reporter,
-    kind, subject and text whose run time ``t`` is within ``window`` seconds; the first stream's
-    copy is kept (its ``log`` says where it came from) and ``also_in`` lists the other logs.
-    Events without ``t`` are kept as they are, after the timed ones."""
+def merge_streams(streams: Iterable[list[dict]], window: float = 2.0, late: float = 0.0) -> list[dict]:
+    """One time-ordered list from several logs that report the same events (NDB: each data
+    node's own log, and every ndb_mgmd's cluster log that gets the node's reports).
+
+    An event is a copy of an earlier-listed stream's event (the *original*) when reporter, kind,
+    subject and text are equal, the logs differ, and its run time ``t`` is within ``window``
+    seconds before, or up to ``max(window, late)`` seconds after, the original's: a report can
+    reach a later log late (an ndb_mgmd cut off from a node gets its reports when the link is
+    back), never early. Of several candidates the nearest in time wins, each original taking at
+    most one copy per log. The original is kept (its ``log`` says where it came from) and
+    ``also_in`` lists the logs that had a copy. Events without ``t`` are kept as they are,
+    after the timed ones."""
     kept: list[dict] = []
     index: dict[tuple, list[dict]] = {}
+    ahead = max(window, late)
     for stream in streams:
         for ev in stream:
             key = (ev.get("reporter"), ev.get("kind"), ev.get("node"), ev.get("text"))
-            t = ev.get("t")
+            t, log = ev.get("t"), ev.get("log")
             twin = None
             if t is not None:
-                twin = next((k for k in index.get(key, ()) if k.get("log") != ev.get("log")
-                             and abs(k["t"] - t) <= window), None)
+                cands = [k for k in index.get(key, ()) if k.get("log") != log and log not in k.get("also_in", ())
+                         and -window <= t - k["t"] <= ahead]
+                twin = min(cands, key=lambda k: abs(t - k["t"]), default=None)
             if twin is not None:
-                also = twin.setdefault("also_in", [])
-                if ev.get("log") and ev["log"] not in also:
-                    also.append(ev["log"])
+                if log:
+                    twin.setdefault("also_in", []).append(log)
                 continue
             kept.append(ev)
             if t is not None:

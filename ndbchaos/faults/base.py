@@ -36,8 +36,9 @@ class FaultWindow:
     kind: str
     targets: list[str]
     params: dict[str, Any] = field(default_factory=dict)
-    start: float | None = None  # run clock, when the fault was applied
+    start: float | None = None  # run clock, when applying the fault began (after its preparation)
     end: float | None = None  # run clock, when it was healed
+    applied_at: float | None = None  # when applying it was done (before the probe verified it)
     effective_at: float | None = None  # when the probe first saw it in effect
     healed_verified_at: float | None = None
     verification: list[str] = field(default_factory=list)
@@ -70,6 +71,10 @@ class Fault:
             cluster.container(t)
 
     # -- subclass hooks ------------------------------------------------------------------
+    def _prepare(self) -> None:
+        """What can be done before the fault window opens (e.g. start helper containers), so
+        that the window measures the fault and not our setup. Undone by ``heal``."""
+
     def _apply(self) -> None:
         raise NotImplementedError
 
@@ -94,9 +99,11 @@ class Fault:
         self.active = True
         from . import safety
         safety.register(self.cluster)
-        self.window.start = clock.now()
         try:
+            self._prepare()
+            self.window.start = clock.now()
             self._apply()
+            self.window.applied_at = clock.now()
             evidence = self._verify_applied()
         except BaseException:
             # Whatever part was applied is reverted (reverts touch only owned containers, so

@@ -113,12 +113,18 @@ class Partition(netns.HelperMixin, Fault):
                 out.append(n)
         return out
 
-    def _apply(self) -> None:
+    def _prepare(self) -> None:
+        """Helpers in every running node's namespace before the window opens: starting them
+        takes seconds, and the cut should take as little time as possible (every link of the
+        grudge cut at once, as a real split would)."""
         uni = self._running_universe()
         missing = [n for n in G.nodes_of(self.grudge) if n not in uni]
         if missing:
             raise NdbChaosError(f"{self.kind}: {', '.join(missing)} not running (a partition needs live nodes)")
         self.helpers = netns.start_helpers(self.cluster, [self._node(n) for n in uni], purpose=self.kind)
+
+    def _apply(self) -> None:
+        uni = [n for n in self._running_universe() if n in self.helpers]
         ips = {n: netns.container_ips(self.cluster.container(self._node(n))) for n in uni}
         comment = f"ndbchaos {self.kind} {G.describe(self.grudge)}"
 
@@ -164,6 +170,12 @@ class Partition(netns.HelperMixin, Fault):
         for s, d in retry:
             code, out = self.helpers[s].exec(netns.probe_script([(d, targets[d][0], targets[d][1])], 3), timeout=15)
             res[(s, d)] = netns.parse_probes(out).get(d, res[(s, d)])
+        # A node that stopped while we probed (an NDB data node shutting itself down) has no
+        # namespace left: its failed pairs prove nothing about the network and are left out.
+        gone = {n for n in uni if runtime.container_state(self.cluster.container(self._node(n))) != "running"}
+        if gone:
+            self.window.params.setdefault("stopped_while_probing", sorted(gone))
+            res = {pair: v for pair, v in res.items() if v[0] or not (set(pair) & gone)}
         return res
 
     def _verify_applied(self) -> str:
@@ -183,6 +195,12 @@ class Partition(netns.HelperMixin, Fault):
                 f"[{G.describe(self.grudge)}]; the other {len(res) - len(blocked)} still connect")
 
     def _revert(self) -> None:
+        # Nodes the cluster excluded while they were cut off but that still run: the engine
+        # knows what they do once they can talk again (an NDB data node shuts itself down with
+        # 2315 and needs a node restart), and it is asked after the rules are gone.
+        engine = self.cluster.engine
+        cut_off = engine.excluded_running(self.cluster, [self._node(n) for n in sorted(self.grudge)])
+
         def revert_one(node):
             c = self.cluster.container(self._node(node))
             if runtime.container_state(c) != "running":
@@ -197,6 +215,8 @@ class Partition(netns.HelperMixin, Fault):
                 raise NdbChaosError(f"removing {self.chain} in {node}'s namespace failed: {out.strip()[-300:]}")
 
         netns.parallel(revert_one, sorted(self.grudge))
+        if cut_off:
+            self.window.params["rejoin"] = engine.rejoin(self.cluster, cut_off)
 
     def _verify_healed(self) -> str:
         try:
@@ -407,6 +427,7 @@ class Disconnect(Fault):
 
     def _revert(self) -> None:
         client = runtime.docker_client()
+        cut_off = self.cluster.engine.excluded_running(self.cluster, self.targets)
         plugs, self.plugs = self.plugs, []
         for cid, nid, ep in plugs:
             net = client.networks.get(nid)
@@ -424,6 +445,8 @@ class Disconnect(Fault):
                 if "user specified IP" not in str(e) and "user configured subnets" not in str(e):
                     raise
                 net.connect(c, **kw)
+        if cut_off:  # excluded while unplugged: the engine's rejoin (see Partition._revert)
+            self.window.params["rejoin"] = self.cluster.engine.rejoin(self.cluster, cut_off)
         self.cluster.discover()
 
     def _verify_healed(self) -> str:

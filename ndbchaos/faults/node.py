@@ -107,19 +107,24 @@ class Pause(Fault):
         return "frozen: " + ", ".join(t.name for t in self.targets)
 
     def _revert(self) -> None:
+        # Frozen nodes the cluster excluded meanwhile: the engine knows what they do on waking
+        # (an NDB data node shuts itself down with 2315 and needs a node restart).
+        cut_off = self.cluster.engine.excluded_running(self.cluster, self.targets)
         if self._held is not None:
-            self._held.stop()  # pumba unpauses on exit; the engine checks (and unpauses) below anyway
+            self._held.stop()  # pumba unpauses on exit; we check (and unpause) below anyway
             self._held = None
-        # The engine's thaw: unpause, plus what the engine needs after a freeze (an NDB data node
-        # that was declared dead shuts itself down on waking up and gets a node restart).
-        self.window.params["thaw"] = self.cluster.engine.thaw_nodes(self.cluster, self.targets)
+        for t in self.targets:
+            c = self.cluster.container(t)
+            if runtime.container_state(c) == "paused":
+                c.unpause()
+        self.window.params["rejoin"] = self.cluster.engine.rejoin(self.cluster, cut_off) if cut_off else "none excluded"
 
     def _verify_healed(self) -> str:
         for t in self.targets:
             st = runtime.container_state(self.cluster.container(t))
             if st != "running":
                 raise FaultNotEffective(f"{t.name} is {st} after the thaw")
-        return "thawed: " + ", ".join(t.name for t in self.targets) + f" ({self.window.params.get('thaw')})"
+        return "thawed: " + ", ".join(t.name for t in self.targets) + f" (rejoin: {self.window.params.get('rejoin')})"
 
 
 def _started_at(c) -> str:

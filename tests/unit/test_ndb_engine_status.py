@@ -199,3 +199,58 @@ def test_start_order(monkeypatch):
 def test_mgm_report_none_when_nothing_answers(text):
     cl = make()
     assert engine(cl, text).mgm_report(cl) == (None, None)
+
+
+# -- graceful stop, and nodes excluded while unreachable (freeze, partition) ------------------------
+
+def test_graceful_stop_of_a_data_node_goes_through_ndb_mgm():
+    cl = make()
+    calls = []
+    eng = engine(cl, "Connected to management server at 127.0.0.1 port 1186 (using cleartext)\nNode 13 has shutdown.\n",
+                 calls=calls)
+    how = eng.stop_node(cl, cl.topology.node("data3"), 30)
+    assert "13 STOP" in how and any("13 STOP" in " ".join(c) for _, c in calls)
+
+
+def test_graceful_stop_refused_or_unreachable_says_so():
+    from ndbchaos.errors import NdbChaosError
+    cl = make()
+    eng = engine(cl, "Connected to management server at 127.0.0.1 port 1186 (using cleartext)\n"
+                     "Shutdown failed.\n* 2002: Stop failed\n*        Node shutdown would cause system crash\n")
+    with pytest.raises(NdbChaosError) as ei:
+        eng.stop_node(cl, cl.topology.node("data3"), 30)
+    assert "refused" in str(ei.value) and "system crash" in str(ei.value)
+    cl = make({"mgm1": "exited", "mgm2": "exited"})
+    with pytest.raises(NdbChaosError) as ei:
+        engine(cl, None).stop_node(cl, cl.topology.node("data3"), 30)
+    assert "no management server answers" in str(ei.value)
+
+
+def test_sql_and_management_nodes_stop_on_sigterm():
+    cl = make()
+    stopped = []
+    cl.containers["sql1"].stop = lambda timeout: stopped.append(timeout)
+    assert "SIGTERM" in engine(cl, show_text({})).stop_node(cl, cl.topology.node("sql1"), 20) and stopped == [20]
+
+
+def test_excluded_running_and_rejoin():
+    # data2 frozen (paused) and declared dead; data3 exited (not "running"); data1 a member
+    cl = make({"data2": "paused", "data3": "exited"})
+    eng = engine(cl, show_text({12: "not connected", 13: "not connected"}))
+    nodes = [cl.topology.node(n) for n in ("data1", "data2", "data3", "sql1")]
+    assert [n.name for n in eng.excluded_running(cl, nodes)] == ["data2"]
+    # after the thaw it shuts itself down (2315), then gets a node restart
+    c = cl.containers["data2"]
+    c.status = "exited"
+    out = eng.rejoin(cl, [cl.topology.node("data2")])
+    assert "shut itself down" in out and "node restart of data2" in out and c.actions == ["start"]
+
+
+def test_rejoin_of_a_node_that_does_not_shut_down_is_an_error(monkeypatch):
+    from ndbchaos.errors import NdbChaosError
+    cl = make()
+    eng = engine(cl, show_text({12: "not connected"}))
+    monkeypatch.setattr(NdbEngine, "THAW_SHUTDOWN_BOUND", 0.3)
+    with pytest.raises(NdbChaosError) as ei:
+        eng.rejoin(cl, [cl.topology.node("data2")])
+    assert "still runs" in str(ei.value)

@@ -280,6 +280,22 @@ def test_isolating_one_data_node():
     # Qmgr's order: a complete node group wins before the count is looked at (bug #116350's log)
     assert "'Arbitration check won - node group majority'" in out["rule"]
     assert out["sql_serving"] == ["sql1", "sql2"]
+    # the isolated node must shut itself down, once it has found its 3 peers around the ring:
+    # 3 x 5 x HeartbeatIntervalDbDb (1 s) + ArbitrationTimeout (3 s) + observation slack
+    assert out["shut_down"] == ["data1"] and out["exit_codes"] == {"data1": 2305}
+    assert out["decision_bound_s"] == pytest.approx(3 * 5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert "heartbeat ring" in out["rule"]
+
+
+def test_split_halves_shut_down_bounds():
+    out = outcome([["data1", "data3", "mgm1"], ["data2", "data4"]])
+    assert out["shut_down"] == ["data2", "data4"] and out["exit_codes"] == {"data2": 2305, "data4": 2305}
+    # the losing half: 2 ring rounds for its president, one more for its peer (9.7.2 logs)
+    assert out["decision_bound_s"] == pytest.approx(3 * 5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    # the winning half finds the other two one after the other, then asks the arbitrator
+    assert out["detection_bound_s"] == pytest.approx(2 * 5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    nobody = outcome([["data1", "data2", "data3", "data4", "mgm1", "mgm2", "sql1", "sql2"]])
+    assert nobody["shut_down"] == [] and nobody["decision_bound_s"] is None and nobody["detection_bound_s"] is None
 
 
 def test_arbitrator_isolated_from_both_halves():
