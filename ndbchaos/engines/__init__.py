@@ -39,13 +39,13 @@ def resolve_engine(name: str, options: dict | None = None) -> tuple[str, str]:
         if choice == "ndb":
             raise DockerUnavailable(why)
         return "galera", f"auto: cannot look for the NDB image ({why}); using galera"
-    img = ndb_image.choose(options)
-    available = img.buildable or runtime.image_present(img.image)
+    img = ndb_image.choose(options)  # a distribution that cannot be used raises here, for both
+    why = ndb_image.unavailable(options)
     if choice == "ndb":
-        if not available:
-            raise NdbChaosError(ndb_image.missing_image_message(img.image))
+        if why:
+            raise NdbChaosError(why)
         return "ndb", f"ndb requested (--engine ndb); {img.reason}"
-    if available:
+    if not why:
         return "ndb", f"auto: {img.reason}"
     return "galera", (f"auto: NDB image {img.image} not present locally (docker pull {img.image}, set "
                       f"NDBCHAOS_NDB_IMAGE, or set {ndb_image.DIST_ENV} to build one); using galera")

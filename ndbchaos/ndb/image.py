@@ -101,6 +101,18 @@ def choose(options: dict | None = None) -> ImageChoice:
     return ImageChoice(DEFAULT_IMAGE, "none", missing_image_message(DEFAULT_IMAGE))
 
 
+def unavailable(options: dict | None = None) -> str | None:
+    """None when NDB can run here (the chosen image is present, or can be built from the
+    distribution), else why not, in one line."""
+    try:
+        c = choose(options)
+    except NdbChaosError as e:
+        return str(e)
+    if c.buildable or runtime.image_present(c.image):
+        return None
+    return missing_image_message(c.image)
+
+
 def ensure(choice: ImageChoice) -> None:
     """The chosen image is present afterwards, or NdbChaosError says why in one line. Only an
     image of a distribution is built; any other is the user's to provide."""

@@ -38,9 +38,9 @@ def _require_image() -> None:
     ok, why = runtime.docker_available()
     if not ok:
         pytest.skip(f"no Docker engine answers: {why}")
-    choice = ndb_image.choose({})
-    if not choice.buildable and not runtime.image_present(choice.image):
-        pytest.skip(ndb_image.missing_image_message(choice.image))
+    why = ndb_image.unavailable()
+    if why:
+        pytest.skip(why)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,8 @@
 """The spine, end to end: the default scenario catalogue on a real cluster produces passed Allure
-results with the measured outage and recovery times, an HTML report, and leaves nothing behind."""
+results with the measured outage and recovery times, an HTML report, and leaves nothing behind.
+
+Once per engine: NDB (a real MySQL Cluster, from an image present locally or one built from
+NDBCHAOS_NDB_DIST; skipped with the reason when neither is available) and Galera."""
 
 import os
 import subprocess
@@ -25,12 +28,19 @@ def _attachments(result) -> set[str]:
     return names
 
 
-# The catalogue takes about 6 minutes on a quiet 2-core machine; allow for a loaded one.
+# The catalogue takes about 6 minutes on Galera and 10 on NDB on a quiet 2-core machine; allow
+# for a loaded one.
 @pytest.mark.timeout(2700)
-def test_default_catalogue_end_to_end(tmp_path):
+@pytest.mark.parametrize("engine", ["ndb", "galera"])
+def test_default_catalogue_end_to_end(tmp_path, engine):
+    if engine == "ndb":
+        from ndbchaos.ndb.image import unavailable
+        why = unavailable()
+        if why:
+            pytest.skip(f"NDB not available: {why}")
     results = tmp_path / "allure-results"
-    r = run_pytest(["scenarios", "-m", "not slow", "-p", "no:cacheprovider", "-q", "--alluredir", str(results)],
-                   timeout=2400)
+    r = run_pytest(["scenarios", "-m", "not slow", "-p", "no:cacheprovider", "-q", "--engine", engine,
+                    "--alluredir", str(results)], timeout=2400)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     project = project_of(out)
@@ -53,6 +63,8 @@ def test_default_catalogue_end_to_end(tmp_path):
     steps = [s["name"] for s in kill["steps"]]
     assert [s.split(":")[0] for s in steps[:3]] == ["baseline", "fault", "recovery"], steps
     assert (results / "environment.properties").exists()
+    env = (results / "environment.properties").read_text()
+    assert f"engine={engine}\n" in env, env
 
     # The HTML report, as `bin/chaos run` builds it.
     assert ALLURE.exists(), f"Allure is not installed at {ALLURE} (bin/chaos setup installs it)"
