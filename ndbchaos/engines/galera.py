@@ -337,7 +337,14 @@ class GaleraEngine(Engine):
             c.wait(timeout=120)
             pos = _get_file(c, "/var/lib/mysql/ndbchaos-recovered-position").decode().strip()
             uuid, _, seqno = pos.rpartition(":")
-            positions[n.name] = int(seqno) if seqno.lstrip("-").isdigit() else -1
+            if not uuid or not seqno.lstrip("-").isdigit():
+                # Bootstrapping without every position could pick a node that lacks the last
+                # commits (and state transfer would then erase them from the others): refuse.
+                tail = _get_file(c, "/var/lib/mysql/ndbchaos-recover.log").decode("utf-8", "replace")
+                last = [ln for ln in tail.splitlines() if "ERROR" in ln][-1:] or tail.strip().splitlines()[-1:]
+                raise ClusterNotReady(f"bootstrap: --wsrep-recover on {n.name} gave no position "
+                                      f"({pos!r}): {' '.join(last)[-240:]}")
+            positions[n.name] = int(seqno)
         best = max(data, key=lambda n: (positions[n.name], -data.index(n)))
         c = cluster.container(best)
         _put_file(c, "/var/lib/mysql/ndbchaos-bootstrap", b"")

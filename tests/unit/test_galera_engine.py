@@ -78,3 +78,53 @@ def test_loss_detected_needs_every_survivor_primary_in_a_smaller_view():
     # survivor lost the primary component
     assert not eng.loss_detected(_status([_data("data1", status="non-Primary", size=1)]), ["data2"])
     assert not eng.loss_detected(_status([_data("data1", ready="OFF")]), ["data2"])
+
+
+class _Ctr:
+    """A stopped data node container whose --wsrep-recover wrote ``position`` and ``log``."""
+
+    def __init__(self, position: bytes, log: bytes = b""):
+        self.files = {"/var/lib/mysql/ndbchaos-recovered-position": position,
+                      "/var/lib/mysql/ndbchaos-recover.log": log}
+        self.status = "exited"
+
+    def reload(self):
+        pass
+
+    def kill(self):
+        pass
+
+    def wait(self, timeout=None):
+        return {"StatusCode": 0}
+
+    def start(self):
+        pass
+
+
+def _bootstrap_cluster(monkeypatch, files: dict):
+    from types import SimpleNamespace
+
+    from ndbchaos import topology as T
+    from ndbchaos.engines import galera as gal
+    nodes = [T.Node(n, T.DATA, f"c-{n}") for n in files] + [T.Node("arb", T.ARBITRATOR, "c-arb")]
+    ctrs = {n: _Ctr(*v) for n, v in files.items()}
+    ctrs["arb"] = _Ctr(b"")
+    monkeypatch.setattr(gal, "_put_file", lambda c, path, data: None)
+    monkeypatch.setattr(gal, "_get_file", lambda c, path: c.files.get(path, b""))
+    topo = T.Topology("p", "galera", nodes)
+    return SimpleNamespace(topology=topo, container=lambda n: ctrs[n.name if hasattr(n, "name") else n],
+                           note=lambda *a, **k: None, discover=lambda: topo)
+
+
+def test_bootstrap_refuses_when_a_position_cannot_be_recovered(monkeypatch):
+    """An unrecovered position must not be read as -1 and lose to the others: bootstrapping the
+    wrong node makes state transfer erase the last commits of the most advanced one."""
+    from ndbchaos.engines.galera import GaleraEngine
+    from ndbchaos.errors import ClusterNotReady
+    cl = _bootstrap_cluster(monkeypatch, {
+        "data1": (b"4766248a-e757-11f1-b2f9-f6a4bd4539af:6\n",),
+        "data2": (b"", b"2026-11-23 16:01:06 0 [ERROR] WSREP: rsync SST method requires wsrep_cluster_address "
+                       b"to be configured on startup.\n2026-11-23 16:01:06 0 [ERROR] Aborting\n")})
+    with pytest.raises(ClusterNotReady) as ei:
+        GaleraEngine().bootstrap(cl)
+    assert "data2" in str(ei.value) and "Aborting" in str(ei.value)

@@ -25,12 +25,21 @@ fi
 #   ndbchaos-recover    find this node's last committed position (mariadbd --wsrep-recover),
 #                       write it to ndbchaos-recovered-position and exit
 #   ndbchaos-bootstrap  this node is the most advanced: mark it safe and form a new primary
+wsrep_opts="--wsrep-node-name=$NODE_NAME --wsrep-cluster-address=gcomm://$GALERA_PEERS"
 if [ -f "$datadir/ndbchaos-recover" ]; then
   rm -f "$datadir/ndbchaos-recover" "$datadir/ndbchaos-recovered-position"
-  mariadbd --user=mysql --wsrep-recover --log-error=/tmp/wsrep-recover.log >/dev/null 2>&1 || true
-  sed -n 's/.*WSREP: Recovered position: *//p' /tmp/wsrep-recover.log | tail -n 1 \
+  # The same wsrep options as a normal start: without a cluster address mariadbd aborts before
+  # recovering ("rsync SST method requires wsrep_cluster_address to be configured on startup").
+  # mariadbd (as mysql) creates its own log; what it prints before opening it goes to stderr.
+  # Both are kept in the datadir; no position line means the recovery failed, and the engine
+  # then refuses to bootstrap blindly, quoting this log.
+  rm -f /tmp/wsrep-recover.log
+  mariadbd --user=mysql $wsrep_opts --wsrep-recover --log-error=/tmp/wsrep-recover.log \
+    >/tmp/wsrep-recover.stderr 2>&1 || true
+  cat /tmp/wsrep-recover.stderr /tmp/wsrep-recover.log > "$datadir/ndbchaos-recover.log" 2>/dev/null || true
+  sed -n 's/.*WSREP: Recovered position: *//p' "$datadir/ndbchaos-recover.log" | tail -n 1 \
     > "$datadir/ndbchaos-recovered-position"
-  cat /tmp/wsrep-recover.log >&2
+  cat "$datadir/ndbchaos-recover.log" >&2
   exit 0
 fi
 new=""
@@ -43,5 +52,4 @@ if [ -f "$datadir/ndbchaos-bootstrap" ]; then
   sed -i 's/^safe_to_bootstrap:.*/safe_to_bootstrap: 1/' "$datadir/grastate.dat"
   new=--wsrep-new-cluster
 fi
-exec mariadbd --user=mysql --wsrep-node-name="$NODE_NAME" \
-  --wsrep-cluster-address="gcomm://$GALERA_PEERS" $new
+exec mariadbd --user=mysql $wsrep_opts $new
