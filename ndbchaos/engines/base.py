@@ -244,6 +244,12 @@ class Engine:
         ServerPort (config.ini), mysqld 3306. Galera: 4567 (gcomm) on data nodes and garbd."""
         raise NotImplementedError(f"engine {self.name} does not say which ports to probe")
 
+    def arbitrator_in_effect(self, cluster: "Cluster"):
+        """The node that arbitrates right now (NDB: the management node the data nodes chose,
+        from ndbinfo; Galera: garbd). Default: the first arbitrator of the topology by node id."""
+        arbs = sorted(cluster.topology.arbitrators, key=lambda n: (n.nodeid or 0, n.name))
+        return arbs[0] if arbs else None
+
     def master_node(self, cluster: "Cluster"):
         """The master / president data node (NDB: ndbinfo.membership / the cluster log), or
         None where the engine has no such role (Galera)."""

@@ -778,7 +778,8 @@ class NdbEngine(Engine):
         if family == "mgmnode_loss":
             cfg = self.config(cluster.options)
             by_id = {n.nodeid: n for n in topo.role(T.MGM)}
-            arb = kw.get("arbitrator", next((i for i in self._arbitrators(cfg) if i in by_id), None))
+            arb = kw["arbitrator"] if "arbitrator" in kw else self._running_arbitrator(
+                cluster, [i for i in self._arbitrators(cfg) if i in by_id], by_id)[0]
             if isinstance(arb, str):
                 arb = next((n.nodeid for n in topo.role(T.MGM) if n.name == arb), None)
             rank = {n.node_id: n.arbitration_rank or 99 for n in cfg.mgm_nodes}
@@ -816,12 +817,15 @@ class NdbEngine(Engine):
             return {by_name[name_of(x)].nodeid for x in nodes}
 
         # ``arbitrator=None`` says there is none (e.g. the management node was killed first).
+        # Default: the one in effect. The data nodes prefer rank 1, but they choose among the
+        # candidates connected to the president when it selects, and keep that one until it is
+        # lost: on 9.7.2 a start chose mgm2 (rank 2) although mgm1 (rank 1) was up.
         if "arbitrator" in kw:
             arbitrator = kw["arbitrator"]
             if arbitrator is not None and not isinstance(arbitrator, int):
                 arbitrator = by_name[name_of(arbitrator)].nodeid
         else:
-            arbitrator = candidates[0] if candidates else None
+            arbitrator = self._running_arbitrator(cluster, candidates, by_id)[0]
 
         # Detection bounds (derivation):
         #  * data node failure, silent case: declared dead after 4 missed HeartbeatIntervalDbDb,
@@ -1221,6 +1225,15 @@ class NdbEngine(Engine):
             if nid in data:
                 return data[nid]
         return None
+
+    def arbitrator_in_effect(self, cluster):
+        """The management node the data nodes use as arbitrator now: ndbinfo's
+        arbitrator_validity_summary through an SQL node; else the first running candidate by
+        ArbitrationRank (``_running_arbitrator``)."""
+        cfg = self.config(cluster.options)
+        by_id = {n.nodeid: n for n in cluster.topology.nodes if n.nodeid is not None}
+        nid, _ = self._running_arbitrator(cluster, [i for i in self._arbitrators(cfg) if i in by_id], by_id)
+        return by_id.get(nid)
 
     def options_from_topology(self, topology) -> dict:
         """The options of the layout whose config.ini has exactly the topology's data node ids
