@@ -1,0 +1,123 @@
+"""ndbchaos summary: what each scenario of a run measured, as one table.
+
+Reads the Allure results a run wrote (``reports/allure-results`` by default) and prints, per
+scenario: its status, the engine, detection / shut-down / stopped-serving / recovery times with
+their bounds, the longest outage per SQL node, the client errors by class and code, and the
+durability verdict (lost acknowledged writes, those within the engine's crash window, writes of
+unknown outcome). Markdown by default (what docs/ndb.md's figures table is made of), JSON with
+``--json``. Exit 2 with one line when the folder has no results.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import UsageError
+
+TIMES = ("detection", "shut down", "stopped serving", "recovery")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("summary", help="one table of what each scenario of a run measured",
+                       description="Reads a run's Allure results and prints what each scenario measured: "
+                                   "times with bounds, outage per SQL node, client errors by class and code, "
+                                   "lost writes. Markdown by default.")
+    p.add_argument("results", nargs="?", default="reports/allure-results", metavar="RESULTS",
+                   help="the Allure results folder of a run (default reports/allure-results)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a Markdown table")
+    p.set_defaults(func=run)
+
+
+def _attachments(node: dict):
+    for a in node.get("attachments", []):
+        yield a
+    for s in node.get("steps", []):
+        yield from _attachments(s)
+
+
+def _load(folder: Path, source: str):
+    try:
+        return json.loads((folder / source).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def scenario_rows(folder: Path) -> list[dict]:
+    """One dict per scenario result of the folder, in test order."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such folder (a run writes its results with --alluredir)")
+    rows = []
+    for f in sorted(folder.glob("*-result.json")):
+        try:
+            r = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        att = {a["name"]: a["source"] for a in _attachments(r)}
+        if "measurements" not in att and "measurements (incomplete run)" not in att:
+            continue  # not a scenario (framework tests write no measurements)
+        m = _load(folder, att.get("measurements") or att["measurements (incomplete run)"]) or {}
+        verdict = _load(folder, att["verdict"]) if "verdict" in att else None
+        engine = next((lb["value"].split(":", 1)[1].strip() for lb in r.get("labels", [])
+                       if lb.get("name") == "epic" and str(lb.get("value", "")).startswith("engine:")), "")
+        row = {"test": r.get("fullName", "").rsplit("#", 1)[-1].rsplit(".", 1)[-1], "title": r.get("name", ""),
+               "engine": engine, "status": r.get("status", ""), "start": r.get("start", 0),
+               "times": {k: (m[k]["value"], m[k].get("bound")) for k in TIMES if k in m},
+               "outage": {k[len("outage on "):]: v["value"] for k, v in m.items() if k.startswith("outage on ")},
+               "errors": _errors(verdict), "durability": _durability(verdict)}
+        rows.append(row)
+    if not rows:
+        raise UsageError(f"{folder}: no scenario results in it")
+    rows.sort(key=lambda x: x["start"])
+    return rows
+
+
+def _errors(verdict) -> dict:
+    e = ((verdict or {}).get("checks") or {}).get("errors") or {}
+    codes = ((e.get("details") or {}).get("all") or {}).get("codes") or []
+    return {f"{c['errno']}" + (f"/{c['engine_code']}" if c.get("engine_code") else ""): (c["count"], c["class"])
+            for c in codes}
+
+
+def _durability(verdict) -> str:
+    checks = (verdict or {}).get("checks") or {}
+    if "durability" in checks:
+        d = checks["durability"].get("details") or {}
+        lost, expl = d.get("lost", 0), d.get("explained_by_gcp", 0)
+        s = f"{d.get('acknowledged', 0)} acked, lost {lost}"
+        if expl:
+            s += f" (all {expl} in the crash window)" if expl == lost else f" ({expl} in the crash window)"
+        return s + f", unknown outcome {d.get('indeterminate', 0)}"
+    if "invariant" in checks:
+        return "invariant " + ("held" if checks["invariant"].get("valid") is True else "BROKEN")
+    return ""
+
+
+def _fmt_time(v) -> str:
+    value, bound = v
+    return f"{value:.1f}" + (f" (≤{bound:.0f})" if isinstance(bound, (int, float)) else "")
+
+
+def markdown(rows: list[dict]) -> str:
+    head = ["scenario", "engine", "result", *[f"{t} s" for t in TIMES], "longest outage per SQL node s",
+            "client errors (errno/NDB code x count)", "durability"]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        errs = ", ".join(f"{k} x{n}" for k, (n, _) in sorted(r["errors"].items(), key=lambda kv: -kv[1][0])) or "none"
+        classes = sorted({c for _, c in r["errors"].values()})
+        if classes:
+            errs += f" ({', '.join(classes)})"
+        cells = [r["test"], r["engine"], r["status"],
+                 *[_fmt_time(r["times"][t]) if t in r["times"] else "" for t in TIMES],
+                 ", ".join(f"{n} {v:.1f}" for n, v in sorted(r["outage"].items())), errs, r["durability"]]
+        out.append("| " + " | ".join(str(c).replace("|", "/") for c in cells) + " |")
+    return "\n".join(out)
+
+
+def run(args) -> int:
+    rows = scenario_rows(Path(args.results))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(markdown(rows))
+    return 0

@@ -1,0 +1,49 @@
+"""ndbchaos summary: the per-scenario table from a run's Allure results."""
+
+import json
+
+from ndbchaos.cli import main
+
+
+def write_result(folder, name, measurements, verdict, status="passed", start=1):
+    (folder / f"{name}-m.json").write_text(json.dumps(measurements))
+    (folder / f"{name}-v.json").write_text(json.dumps(verdict))
+    (folder / f"{name}-result.json").write_text(json.dumps({
+        "name": name.replace("_", " "), "fullName": f"scenarios.test_x#{name}", "status": status, "start": start,
+        "labels": [{"name": "epic", "value": "engine: ndb"}],
+        "steps": [{"name": "stop load", "attachments": [{"name": "measurements", "source": f"{name}-m.json"},
+                                                         {"name": "verdict", "source": f"{name}-v.json"}]}]}))
+
+
+def m(name, value, bound=None, unit="s"):
+    return {name: {"name": name, "value": value, "unit": unit, "note": "", "bound": bound}}
+
+
+def test_table_from_results(tmp_path, capsys):
+    write_result(tmp_path, "test_kill_whole_nodegroup",
+                 {**m("stopped serving", 0.41, 10.0), **m("recovery", 24.5, 250.0), **m("outage on sql1", 26.0)},
+                 {"checks": {"errors": {"details": {"all": {"codes": [
+                     {"errno": 1296, "engine_code": 4009, "class": "unknown", "count": 90},
+                     {"errno": 2013, "engine_code": None, "class": "unknown", "count": 4}]}}},
+                     "durability": {"details": {"acknowledged": 9000, "lost": 120, "explained_by_gcp": 120,
+                                                "indeterminate": 7}}}}, start=2)
+    write_result(tmp_path, "test_bank_invariant_through_a_kill", {**m("detection", 0.7, 7.0)},
+                 {"checks": {"invariant": {"valid": True}}}, start=1)
+    (tmp_path / "other-result.json").write_text(json.dumps({"name": "a unit test", "status": "passed"}))
+    assert main(["summary", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("| scenario | engine | result | detection s")
+    assert lines[2].startswith("| test_bank_invariant_through_a_kill | ndb | passed | 0.7 (≤7) |")
+    assert "invariant held" in lines[2]
+    row = lines[3]
+    assert "0.4 (≤10)" in row and "24.5 (≤250)" in row and "sql1 26.0" in row
+    assert "1296/4009 x90, 2013 x4 (unknown)" in row and "lost 120 (all 120 in the crash window)" in row
+    assert main(["summary", "--json", str(tmp_path)]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+
+
+def test_no_results_is_one_line(tmp_path, capsys):
+    assert main(["summary", str(tmp_path / "missing")]) == 2
+    assert main(["summary", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "no such folder" in err[0] and "no scenario results" in err[1]
