@@ -212,3 +212,81 @@ def test_restarting_data_node_is_seen_rejoining(cluster):
         time.sleep(0.2)
     assert st.healthy, st.problems
     assert seen, f"data2 never seen in a start phase; states: {sorted(set(states))}"
+
+
+def _kill_at_once(cluster, names: list[str]) -> None:
+    import threading
+    threads = [threading.Thread(target=cluster.container(cluster.topology.node(n)).kill, kwargs={"signal": "SIGKILL"})
+               for n in names]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def test_two_data_nodes_of_different_node_groups(cluster):
+    """NdbRestarts TwoNodeFailure: one data node of each node group killed together. Every node
+    group keeps a member, so the cluster survives either way; the decision's texts must be those
+    of the expectation for the way NDB handled the two failures: at once (2 of 4, every group
+    present, none complete -> arbitration, the arbitrator in effect says yes) or one after the
+    other (each check won by majority)."""
+    eng = cluster.engine
+    cluster.wait_healthy(120)
+    victims = ["data1", "data3"]
+    at_once = eng.expectation("two_datanodes_different_ng", cluster, nodes=victims, simultaneous=True)
+    in_turn = eng.expectation("two_datanodes_different_ng", cluster, nodes=victims, simultaneous=False)
+    assert at_once.cluster_survives and in_turn.cluster_survives
+    arbitrator = eng.arbitrator_in_effect(cluster).nodeid
+    t0 = cluster.clock.now()
+    _kill_at_once(cluster, victims)
+    st, took = cluster.wait_for(lambda s: eng.loss_detected(s, victims), timeout=at_once.detection_bound_s + 30,
+                                poll=0.25, what="loss of data1 and data3 detected")
+    assert took <= at_once.detection_bound_s, f"detected after {took:.1f}s, bound {at_once.detection_bound_s:.1f}s"
+    for sql in ("sql1", "sql2"):
+        assert _sql(cluster, sql, ["SELECT COUNT(*) FROM ndbinfo.nodes"])[0][0] == 2
+    time.sleep(2)
+    evs = eng.collect_events(cluster, t0)
+    results = [e for e in evs if e["kind"] in ("arbitration_check_won", "arbitration_check_lost", "arbitration_required",
+                                               "arbitration_won", "arbitration_lost", "no_arbitrator")]
+    kinds = {e["kind"] for e in results}
+    assert not kinds & {"arbitration_check_lost", "arbitration_lost", "no_arbitrator"}, results
+    if "arbitration_required" in kinds:  # handled at once
+        assert {e.get("arbitrator") for e in results if e["kind"] == "arbitration_won"} == {arbitrator}, results
+        assert at_once.details["decision"][-1]["arbitration"].startswith(f"survivors ask arbitrator node {arbitrator}")
+    else:  # one after the other
+        want = {step["check"].split(" - ", 1)[1] for step in in_turn.details["decision"]}
+        got = {e["reason"] for e in results if e["kind"] == "arbitration_check_won"}
+        assert got and got <= want, (got, want)
+    print(f"two node failures handled {'at once (arbitration)' if 'arbitration_required' in kinds else 'in turn'}; "
+          f"detected in {took:.1f}s")
+    eng.recover_nodes(cluster, [cluster.topology.node(n) for n in victims])
+    cluster.wait_healthy(at_once.recovery_bound_s)
+
+
+def test_all_management_nodes_lost(cluster):
+    """Both ndb_mgmd killed: data traffic continues (management is not on the data path), the
+    cluster runs without an arbitrator (SQL nodes have ArbitrationRank 0), the status falls back
+    to ndbinfo; restarting them brings an agreed arbitrator back."""
+    eng = cluster.engine
+    cluster.wait_healthy(120)
+    exp = eng.expectation("all_mgmnodes_loss", cluster)
+    assert exp.cluster_survives and exp.details["arbitrator_after"] is None
+    t = "contract_" + uuid.uuid4().hex[:8]
+    _sql(cluster, "sql1", [f"CREATE TABLE {t} (id INT PRIMARY KEY, v INT) ENGINE=NDBCLUSTER"])
+    t0 = cluster.clock.now()
+    _kill_at_once(cluster, ["mgm1", "mgm2"])
+    st, took = cluster.wait_for(lambda s: s.summary["arbitrator"] is None and s.summary["mgm_source"] is None,
+                                timeout=exp.detection_bound_s + 30, poll=0.25, what="no arbitrator, no ndb_mgmd")
+    assert took <= exp.detection_bound_s, f"arbitrator gone after {took:.1f}s, bound {exp.detection_bound_s:.1f}s"
+    assert all(n.details.get("source") == "ndbinfo" and n.healthy for n in st.nodes if n.role == "data"), st.nodes
+    for i, sql in enumerate(("sql1", "sql2")):  # writes go on through both SQL nodes
+        _sql(cluster, sql, [f"INSERT INTO {t} VALUES ({i}, {i})"])
+    time.sleep(1)
+    evs = eng.collect_events(cluster, t0)
+    lost = {e["reporter"] for e in evs if e["kind"] == "arbitrator_lost"}
+    assert lost, [e["text"] for e in evs][:30]
+    eng.recover_nodes(cluster, [cluster.topology.node(n) for n in ("mgm1", "mgm2")])
+    st = cluster.wait_healthy(exp.recovery_bound_s)
+    assert st.summary["arbitrator_agreed"] and st.summary["arbitrator"] in (1, 2)
+    assert int(_sql(cluster, "sql2", [f"SELECT COUNT(*) FROM {t}"])[0][0]) == 2
+    _sql(cluster, "sql2", [f"DROP TABLE {t}"])

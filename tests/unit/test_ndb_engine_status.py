@@ -254,3 +254,29 @@ def test_rejoin_of_a_node_that_does_not_shut_down_is_an_error(monkeypatch):
     with pytest.raises(NdbChaosError) as ei:
         eng.rejoin(cl, [cl.topology.node("data2")])
     assert "still runs" in str(ei.value)
+
+
+def test_a_data_node_with_only_its_angel_left_has_stopped():
+    """After a forced shutdown while cut off from every ndb_mgmd the angel lingers (120 s on
+    9.7.2): the container runs, the data node does not."""
+    cl = make({"data3": "exited"})
+    eng = NdbEngine()
+    counts = {"data1": "2\n", "data2": "1\n"}
+    eng._exec = lambda cluster, node, cmd, timeout=10: (0, counts[node.name])
+    assert not eng.process_stopped(cl, cl.topology.node("data1"))
+    assert eng.process_stopped(cl, cl.topology.node("data2"))
+    assert eng.process_stopped(cl, cl.topology.node("data3"))  # container exited
+    eng._exec = lambda cluster, node, cmd, timeout=10: (-1, "container is paused")
+    assert not eng.process_stopped(cl, cl.topology.node("data1"))  # cannot tell: not stopped
+    assert not eng.process_stopped(cl, cl.topology.node("sql1"))
+
+
+def test_arbitrator_in_effect_comes_from_ndbinfo_not_the_rank_order():
+    cl = make()
+    arb2 = [{"arbitrator": 2, "arb_ticket": "1a2b", "arb_connected": "Yes", "consensus_count": 4}]
+    eng = engine(cl, show_text({}), probe=lambda node, full=False: {
+        "nodes": rows([11, 12, 13, 14]), **({"arbitrator": arb2, "membership": MEMB} if full else {})})
+    assert eng.arbitrator_in_effect(cl).name == "mgm2"
+    exp = eng.expectation("mgmnode_loss", cl, lost=1)
+    assert exp.details["lost"] == ["mgm2"] and exp.details["arbitrator_before"] == 2
+    assert exp.details["arbitrator_after"] == 1  # losing mgm2 moves it to mgm1
