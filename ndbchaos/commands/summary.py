@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 
-TIMES = ("detection", "shut down", "stopped serving", "recovery")
+TIMES = ("fault applied", "detection", "shut down", "stopped serving", "recovery")
 
 
 def register(sub) -> None:

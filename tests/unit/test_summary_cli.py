@@ -32,8 +32,8 @@ def test_table_from_results(tmp_path, capsys):
     (tmp_path / "other-result.json").write_text(json.dumps({"name": "a unit test", "status": "passed"}))
     assert main(["summary", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("| scenario | engine | result | detection s")
-    assert lines[2].startswith("| test_bank_invariant_through_a_kill | ndb | passed | 0.7 (≤7) |")
+    assert lines[0].startswith("| scenario | engine | result | fault applied s | detection s")
+    assert lines[2].startswith("| test_bank_invariant_through_a_kill | ndb | passed |  | 0.7 (≤7) |")
     assert "invariant held" in lines[2]
     row = lines[3]
     assert "0.4 (≤10)" in row and "24.5 (≤250)" in row and "sql1 26.0" in row
