@@ -197,24 +197,29 @@ class Engine:
         """Parsed engine log events since run time ``since``, each with ``t`` (run clock) and
         ``log`` (the node whose log it came from). Default: the containers' output of the
         ``log_roles`` nodes, read with ``ndbchaos.events`` for this engine."""
-        from ..events import parse_lines, time_to_epoch
         events: list[dict] = []
-        wall_since = int(cluster.clock.wall(since)) - 1
         for n in cluster.topology.nodes:
-            if n.role not in self.log_roles:
-                continue
-            try:
-                raw = cluster.container(n).logs(since=wall_since, stdout=True, stderr=True)
-            except Exception:
-                continue
-            for ev in parse_lines(raw.decode("utf-8", "replace").splitlines(), engine=self.name):
-                epoch = time_to_epoch(ev.get("time"))
-                ev["t"] = None if epoch is None else round(cluster.clock.from_wall(epoch), 3)
-                ev["log"] = n.name
-                if ev["t"] is None or ev["t"] >= since - 1:
-                    events.append(ev)
+            if n.role in self.log_roles:
+                events += [e for e in self.node_log_events(cluster, n, since) if e["t"] is None or e["t"] >= since - 1]
         events.sort(key=lambda e: (e["t"] is None, e["t"] or 0))
         return events
+
+    def node_log_events(self, cluster: "Cluster", node: "Node", since: float, reporter: int | None = None) -> list[dict]:
+        """The events of one node's container output from about run time ``since`` (Docker's
+        ``since`` has whole seconds), stamped with ``t`` (run clock, None without a stamp) and
+        ``log`` (the node's name). ``reporter``: the engine's id of the node whose log it is."""
+        from ..events import parse_lines, time_to_epoch
+        try:
+            raw = cluster.container(node).logs(since=int(cluster.clock.wall(since)) - 1, stdout=True, stderr=True)
+        except Exception:
+            return []
+        out = []
+        for ev in parse_lines(raw.decode("utf-8", "replace").splitlines(), engine=self.name, reporter=reporter):
+            epoch = time_to_epoch(ev.get("time"))
+            ev["t"] = None if epoch is None else round(cluster.clock.from_wall(epoch), 3)
+            ev["log"] = node.name
+            out.append(ev)
+        return out
 
     # -- what the engine promises to clients ----------------------------------------------------
     def workload_params(self, workload: str) -> dict:

@@ -451,21 +451,10 @@ class NdbEngine(Engine):
         optional: a node that shuts itself down may never get its last reports to ndb_mgmd (9.7.2,
         whole node group killed: "Arbitration check lost - missing node group" appeared only in
         the survivors' own logs). Duplicates across logs are merged (``events.merge_streams``)."""
-        from ..events import merge_streams, parse_lines, time_to_epoch
-        streams = []  # the data nodes' own logs first: their stamps are when it happened
-        wall_since = int(cluster.clock.wall(since)) - 1
-        for n in sorted(cluster.topology.data_nodes, key=lambda n: n.nodeid or 0):
-            try:
-                raw = cluster.container(n).logs(since=wall_since, stdout=True, stderr=True)
-            except Exception:
-                continue
-            evs = []
-            for ev in parse_lines(raw.decode("utf-8", "replace").splitlines(), engine="ndb", reporter=n.nodeid):
-                epoch = time_to_epoch(ev.get("time"))
-                ev["t"] = None if epoch is None else round(cluster.clock.from_wall(epoch), 3)
-                ev["log"] = n.name
-                evs.append(ev)
-            streams.append(evs)
+        from ..events import merge_streams
+        # the data nodes' own logs first: their stamps are when it happened
+        streams = [self.node_log_events(cluster, n, since, reporter=n.nodeid)
+                   for n in sorted(cluster.topology.data_nodes, key=lambda n: n.nodeid or 0)]
         for mgm in sorted(cluster.topology.role(T.MGM), key=lambda n: n.nodeid or 0):
             streams.append(self.cluster_log_follower(cluster, mgm).poll())
         # A cluster log's copy can be late by as long as the node could not reach that ndb_mgmd
@@ -678,8 +667,8 @@ class NdbEngine(Engine):
         the scan reaches it, not a snapshot, so a transfer that commits mid-scan makes the bank's
         total look wrong (measured on 9.7.2: 174 of 2,886 plain reads of 8 accounts, in steady
         state as much as during a kill). A consistent read of several rows takes shared locks in
-        one transaction (``SELECT ... FOR SHARE``), which is what NDB's own bank test does to
-        verify its invariant."""
+        one transaction (``SELECT ... FOR SHARE``): a transfer cannot commit between two rows of
+        the read, so every total a read returns is one the bank actually had."""
         return {"read_lock": "share"} if workload == "bank" else {}
 
     def crash_loss_window_s(self, options: dict) -> float | None:
