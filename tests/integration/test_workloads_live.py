@@ -1,5 +1,6 @@
-"""fakebook and oltp for a few seconds against a Galera cluster: every SQL node serves
-successful operations of every kind, and the data stays consistent.
+"""fakebook and oltp for a few seconds against the session's real cluster (the plugin's
+``--engine``, default auto: NDB when it is available, as in CI with the shared distribution, else
+Galera): every SQL node serves successful operations of every kind, and the data stays consistent.
 
 Uses the plugin's session cluster (``--project ID`` reuses a running one). Under CI=true a missing
 Docker engine fails these tests instead of skipping them (the ``docker`` marker)."""
