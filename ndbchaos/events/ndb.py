@@ -143,6 +143,9 @@ _rule("missed_heartbeat", r"Node (?P<by>\d+) missed heartbeat (?P<count>\d+) fro
       lambda m: {"count": int(m.group("count")), "by": int(m.group("by"))})
 _rule("declared_dead", r"Node (?P<node>\d+) declared dead due to missed heartbeat",
       lambda m: {"reason": "missed heartbeat"})
+# The management server's own heartbeat watch (9.x): "Node 1 disconnecting node 12 due to missed heartbeat"
+_rule("declared_dead", r"Node (?P<by>\d+) disconnecting node (?P<node>\d+) due to missed heartbeat",
+      lambda m: {"by": int(m.group("by")), "reason": "missed heartbeat"})
 # The victim's own log: "We(1) have been declared dead by 2 (via 2) reason: Heartbeat failure(4)"
 _rule("declared_dead",
       r"We\((?P<node>\d+)\) have been declared dead by (?P<by>\d+) \(via (?P<via>\d+)\) reason: (?P<reason>.*)",
@@ -200,6 +203,10 @@ _rule("shutdown_initiated", r"Cluster shutdown initiated", lambda m: {"scope": "
 _rule("shutdown_completed", r"Node shutdown completed" + _ACTION + r"\.(?: Initiated by signal (?P<signal>\d+)\.)?",
       lambda m: {**_action(m.group("action")), "signal": _i(m, "signal")})
 _rule("shutdown_aborted", r"Node shutdown aborted")
+# The angel could not report the node's shutdown to ndb_mgmd: it kept trying for 120 s (9.7.2, a
+# node that shut itself down while cut off from every management server)
+_rule("shutdown_report_failed", r"Unable to report shutdown reason to '(?P<to>[^']*)'\(error: (?P<error>.*)\)",
+      lambda m: {"to": m.group("to"), "error": m.group("error")})
 _rule("forced_shutdown",
       r"Forced node shutdown completed" + _ACTION + r"\.(?: Occurred during startphase (?P<sphase>\d+)\.)?"
       r"(?: Initiated by signal (?P<signal>\d+)\.)?"
@@ -267,7 +274,7 @@ _rule("mgmd_shutdown_completed", r"Shutdown complete")
 KINDS = tuple(dict.fromkeys([k for k, _, _ in _RULES] + ["error_report"]))
 
 #: kinds whose subject is the reporting node itself (no node id in the text)
-_SELF_KINDS = {"start_initiated", "node_started", "start_phase_completed", "shutdown_initiated",
+_SELF_KINDS = {"shutdown_report_failed", "start_initiated", "node_started", "start_phase_completed", "shutdown_initiated",
                "shutdown_completed", "shutdown_aborted", "forced_shutdown", "arbitration_check_lost",
                "arbitration_check_won", "arbitration_required", "arbitration_won", "arbitration_lost",
                "no_arbitrator", "arbitration_external", "arbitration_failure", "arbitration_thread_restarted",
@@ -324,7 +331,7 @@ _IGNORED_SPEC: list[tuple[str, str, list[str]]] = [
         r"Restart complete, updated local sysfile",
         r"Local sysfile: ", r"Node: \d+ StartLog: "]),
     ("node_failure_handling", "DBTC/QMGR failure-handling steps (node_failed and node_failure_* carry the facts)", [
-        r"DBTC \d+: ", r"Cleanup of node \d+ connection state triggered "]),
+        r"DBTC \d+: ", r"Cleanup of node \d+ connection state triggered ", r"release_gci\("]),
     ("lcp_internals", "local checkpoint internals and the DIH state dumped at LCP/GCP master takeover", [
         r"\(\d+\)Starting local LCP\(", r"Adjusting disk write speed bounds ", r"LCPFragWatchdog : ",
         r"Participating(?:DIH|LQH) = ", r"m_LCP_COMPLETE_REP_", r"m_lastLCP_COMPLETE_REP_", r"m_LAST_LCP_FRAG_ORD = ",
@@ -343,15 +350,19 @@ _IGNORED_SPEC: list[tuple[str, str, list[str]]] = [
         r"Memory Allocation for global memory pools ", r"numa_set_interleave_mask",
         r"(?:SharedGlobalMemory|DataMemory) set to ",
         r"(?:RedoLogBuffer|Job buffers|Send buffers|DiskPageBuffer|SchemaTransactionMemory) uses? ",
-        r"(?:Reserved part of )?TransactionMemory ", r"No Undo log buffer used", r"QueryMemory can use ",
+        r"(?:Reserved part of )?TransactionMemory ", r"Calculated TransactionMemory \d+ MB replaced by setting",
+        r"No Undo log buffer used", r"QueryMemory can use ",
         r"Ndbd_mem_manager::init", r"Touch Memory (?:Starting|Completed)", r"Adding \d+Mb to ZONE_",
         r"pgman: page buffer entries = ", r"Allocate event buffering page chunk in SUMA"]),
     ("suma_handover", "SUMA subscription bucket handover/takeover between nodes of a node group", [
         r"Suma: ", r"SUMA bucket ", r"\d+/\d+ \(\d+/\d+\) switchover complete bucket ",
         r"prepare to (?:handover|takeover) bucket",
-        r"(?:shutdown )?handover(?: takeover)?$", r"Activating bucket \d+ in SUMA"]),
+        r"(?:shutdown )?handover(?: takeover)?$", r"Activating bucket \d+ in SUMA", r"resend_bucket$",
+        r"SUMA (?:Start resending|Resend done for) bucket ", r"Takeover for bucket \d+ is completed",
+        r"ACK wo/ gcp record "]),
     ("dict", "DICT locks, schema transaction recovery and index activation", [
-        r"DICT ?: ", r"(?:granting|clearing) Suma\w+ dict lock ", r"Found pending trans \(\d+\) - committing",
+        r"DICT ?: ", r"(?:granting|clearing) Suma\w+ dict lock ", r"refing dict lock to \d+",
+        r"Found pending trans \(\d+\) - committing",
         r"commit create \d+$"]),
     ("threads", "thread creation and block-to-thread layout at start", [
         r"Started thread, index = ", r"thr: \d+ tid: \d+ "]),
