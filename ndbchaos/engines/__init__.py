@@ -1,4 +1,9 @@
-"""Engines map roles to containers and supply what is engine specific."""
+"""Engines map roles to containers and supply what is engine specific.
+
+Each engine is a package (``ndb``, ``galera``) holding everything specific to it: the engine
+class, its rules as pure functions, its log reader and its error classes. ``base.Engine`` is the
+protocol the rest of the code calls.
+"""
 
 from __future__ import annotations
 
@@ -21,13 +26,13 @@ def resolve_engine(name: str, options: dict | None = None) -> tuple[str, str]:
     """(engine name, human reason) for ``--engine ndb|galera|auto``.
 
     NDB is available when its image is present locally (an explicit NDBCHAOS_NDB_IMAGE, or an
-    official image) or can be built from NDBCHAOS_NDB_DIST (``ndbchaos.ndb.image.choose``).
+    official image) or can be built from NDBCHAOS_NDB_DIST (``ndbchaos.engines.ndb.image.choose``).
     ``auto`` picks ndb then and galera otherwise, and says why. ``ndb`` without an image raises
     NdbChaosError with one line on how to get one; a distribution that cannot be used raises
     with the reason under ``ndb`` and ``auto`` alike (it was asked for). Nothing is pulled here.
     """
     from .. import runtime
-    from ..ndb import image as ndb_image
+    from .ndb import image as ndb_image
 
     choice = (name or "auto").strip().lower()
     if choice not in ENGINE_NAMES:

@@ -85,6 +85,8 @@ class Engine:
     sql_database = "ndbchaos"
     #: storage engine clause for workload tables
     table_engine = "InnoDB"
+    #: roles whose nodes are SQL endpoints for the clients (NDB: mysqld; Galera: the data nodes)
+    sql_roles: tuple[str, ...] = ("sql",)
 
     #: statements run once on every new monitoring connection
     monitor_init: tuple[str, ...] = ()
@@ -110,6 +112,22 @@ class Engine:
         self._mon[node.name] = conn
         return conn
 
+    def monitor_query(self, node: "Node", query) -> dict:
+        """``query(cursor)`` on the node's monitoring connection; on any error the connection is
+        dropped (the next call opens a new one) and ``{"error": "errno: message"}`` returned."""
+        with self._mon_lock:
+            try:
+                cur = self._monitor(node).cursor()
+                try:
+                    return query(cur)
+                finally:
+                    cur.close()
+            except Exception as e:
+                self._drop_monitor(node.name)
+                from ..sqlconn import error_fields
+                errno, msg = error_fields(e)
+                return {"error": f"{errno}: {msg}"}
+
     def _drop_monitor(self, name: str) -> None:
         conn = self._mon.pop(name, None)
         if conn is not None:
@@ -119,7 +137,12 @@ class Engine:
                 pass
 
     # -- lifecycle ------------------------------------------------------------------------
+    def image(self, options: dict) -> str:
+        """The image of the engine's nodes for this run (chosen, not pulled or built)."""
+        raise NotImplementedError
+
     def images(self, options: dict) -> list[str]:
+        """Every image the cluster's containers run (for the report's environment)."""
         raise NotImplementedError
 
     def ensure_images(self, options: dict) -> None:
@@ -127,12 +150,15 @@ class Engine:
         raise NotImplementedError
 
     def compose_files(self, options: dict) -> list[Path]:
+        """The compose files of the cluster, then the overlays of ``options["overlays"]``."""
         raise NotImplementedError
 
     def compose_env(self, options: dict) -> dict[str, str]:
+        """The environment the compose files need (image, ports of ``options["ports"]``, ...)."""
         raise NotImplementedError
 
     def compose_profiles(self, options: dict) -> list[str]:
+        """Compose profiles to enable. Default: none."""
         return []
 
     def start(self, cluster: "Cluster") -> None:
@@ -145,9 +171,12 @@ class Engine:
 
     # -- observation ----------------------------------------------------------------------
     def status(self, cluster: "Cluster") -> ClusterStatus:
+        """Every node's state and the engine's judgement of the whole (``healthy``, ``problems``,
+        engine facts in ``summary``)."""
         raise NotImplementedError
 
     def expected_members(self, cluster: "Cluster") -> int:
+        """How many members a healthy cluster has, as the engine counts them."""
         raise NotImplementedError
 
     def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
@@ -157,6 +186,8 @@ class Engine:
 
     # -- faults and recovery ----------------------------------------------------------------
     def expectation(self, family: str, cluster: "Cluster", **kw) -> Expectation:
+        """The outcome a fault of ``family`` must have by the engine's rules, with its bounds and
+        the rule it comes from. Keywords a family does not read are accepted and ignored."""
         raise NotImplementedError
 
     def recover_nodes(self, cluster: "Cluster", nodes: list["Node"]) -> None:
@@ -204,7 +235,8 @@ class Engine:
         events.sort(key=lambda e: (e["t"] is None, e["t"] or 0))
         return events
 
-    def node_log_events(self, cluster: "Cluster", node: "Node", since: float, reporter: int | None = None) -> list[dict]:
+    def node_log_events(self, cluster: "Cluster", node: "Node", since: float,
+                        reporter: int | None = None) -> list[dict]:
         """The events of one node's container output from about run time ``since`` (Docker's
         ``since`` has whole seconds), stamped with ``t`` (run clock, None without a stamp) and
         ``log`` (the node's name). ``reporter``: the engine's id of the node whose log it is."""
@@ -232,12 +264,6 @@ class Engine:
         this many seconds before the cluster stopped acknowledging may be lost (and are reported
         apart from other losses). None: no acknowledged commit may be lost."""
         return None
-
-    # -- client errors ------------------------------------------------------------------------
-    def classify(self, errno: int | None, message: str):
-        """Return (class, engine_code): class in temporary | unknown | permanent | None."""
-        from ..classify import classify
-        return classify(self.name, errno, message)
 
     # -- facts the fault catalogue needs (ndbchaos.faults) ---------------------------------------
     #: the SQL port inside an SQL node's container (toxiproxy's upstream)
@@ -268,7 +294,7 @@ class Engine:
     def partition_outcome(self, cluster: "Cluster", components: list[list[str]]) -> dict:
         """Which components of a clean partition keep serving by the engine's rules:
         ``{"serving": [component, ...], "stopped": [...], "rule": "..."}``
-        (NDB: arbitration, reference/ndb.md 5.1; Galera: the quorum formula)."""
+        (NDB: arbitration, docs/facts.md NDB 5.1; Galera: the quorum formula)."""
         raise NotImplementedError(f"engine {self.name} has no partition rule")
 
     def node_rejoining(self, status: ClusterStatus, node: str) -> bool:

@@ -12,6 +12,9 @@ error_log | text) and ``text`` (the event text as logged).
 ``time`` is the log's own wall-clock stamp, without a zone (NDB and MariaDB containers log in
 UTC unless TZ is set); ``time_to_epoch`` converts it for the run clock (``RunClock.from_wall``).
 
+The readers are in the engine packages (``ndbchaos.engines.ndb.logs``,
+``ndbchaos.engines.galera.logs``); this is their engine-neutral front.
+
 API (used by the report, the scenarios and ``ndbchaos events``):
 
     parse_line(line, engine="ndb", reporter=None, keep_other=False) -> dict | None
@@ -31,9 +34,9 @@ import datetime as _dt
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..engines.galera import logs as _galera
+from ..engines.ndb import logs as _ndb
 from ..errors import UsageError
-from . import galera as _galera
-from . import ndb as _ndb
 
 ENGINES = ("ndb", "galera")
 KINDS = {"ndb": _ndb.KINDS, "galera": _galera.KINDS}

@@ -9,8 +9,8 @@ and how to get NDB. Nothing here pulls or imitates NDB.
 
 What it checks, on the default layout (2 mgmd, 4 ndbmtd in 2 node groups, 2 mysqld):
 readiness and status (all data nodes started, every SQL node sees them in ndbinfo.nodes, one
-agreed arbitrator among the management nodes, the one the engine reports), SQL through both SQL nodes on an NDBCLUSTER table,
-the cluster log parsed into events, then SIGKILL of one data node against
+agreed arbitrator among the management nodes, the one the engine reports), SQL through both SQL
+nodes on an NDBCLUSTER table, the cluster log parsed into events, then SIGKILL of one data node against
 ``expectation("datanode_loss")``: detected within its bound, survivors serve, the expected cluster
 log events, node restart within the recovery bound. Then the fault catalogue's facts: the ports
 ``probe_ports`` names accept connections from peers, ``master_node`` agrees with ndb_mgm and
@@ -27,8 +27,8 @@ import pytest
 
 from ndbchaos import runtime
 from ndbchaos.engines import get_engine
-from ndbchaos.engines.ndb import LAYOUTS
-from ndbchaos.ndb import image as ndb_image
+from ndbchaos.engines.ndb import image as ndb_image
+from ndbchaos.engines.ndb.layout import LAYOUTS
 from ndbchaos.events import KINDS
 
 pytestmark = [pytest.mark.ndb_contract, pytest.mark.docker]
@@ -162,7 +162,8 @@ def _connects(cluster, src: str, dst: str, port: int) -> tuple[bool, str]:
     /dev/tcp; the image is Oracle Linux with bash and coreutils)."""
     ip = cluster.topology.node(dst).ip
     code, out = runtime.exec_in(cluster.container(cluster.topology.node(src)),
-                                ["bash", "-c", 'timeout 3 bash -c "exec 3<>/dev/tcp/$0/$1" && echo open', ip, str(port)],
+                                ["bash", "-c", 'timeout 3 bash -c "exec 3<>/dev/tcp/$0/$1" && echo open',
+                                 ip, str(port)],
                                 timeout=15)
     return code == 0 and "open" in out, out.strip()[-200:]
 
@@ -246,8 +247,9 @@ def test_two_data_nodes_of_different_node_groups(cluster):
         assert _sql(cluster, sql, ["SELECT COUNT(*) FROM ndbinfo.nodes"])[0][0] == 2
     time.sleep(2)
     evs = eng.collect_events(cluster, t0)
-    results = [e for e in evs if e["kind"] in ("arbitration_check_won", "arbitration_check_lost", "arbitration_required",
-                                               "arbitration_won", "arbitration_lost", "no_arbitrator")]
+    results = [e for e in evs if e["kind"] in ("arbitration_check_won", "arbitration_check_lost",
+                                               "arbitration_required", "arbitration_won", "arbitration_lost",
+                                               "no_arbitrator")]
     kinds = {e["kind"] for e in results}
     assert not kinds & {"arbitration_check_lost", "arbitration_lost", "no_arbitrator"}, results
     if "arbitration_required" in kinds:  # handled at once

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ndbchaos.classify import CLIENT_TIMEOUT, classify, outcome, parse_ndb_code
+from ndbchaos.classify import CLIENT_TIMEOUT, classify, outcome
+from ndbchaos.engines.ndb.errors import parse_ndb_code
 
 
 @pytest.mark.parametrize("engine, errno, msg, cls, code", [

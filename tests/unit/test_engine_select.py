@@ -4,7 +4,8 @@ import pytest
 
 from ndbchaos import runtime
 from ndbchaos.engines import get_engine, resolve_engine
-from ndbchaos.engines.ndb import DEFAULT_IMAGE, NdbEngine
+from ndbchaos.engines.ndb import NdbEngine
+from ndbchaos.engines.ndb.image import DEFAULT_IMAGE
 from ndbchaos.errors import DockerUnavailable, NdbChaosError, UsageError
 
 

@@ -1,4 +1,4 @@
-"""Galera events on the log lines of reference/galera-and-python.md A6 (verbatim, with the
+"""Galera events on the log lines of docs/facts.md Galera A6 (verbatim, with the
 documentation's own annotations where it has them), with and without the MariaDB prefix."""
 
 import pytest
@@ -186,7 +186,8 @@ def test_wsrep_view_block_verbatim(prefix):
 
 def test_wsrep_view_non_primary_then_next_line():
     lines = [P + "WSREP: ================================================", "View:", "  id: x:-1",
-             "  status: non-primary", "  members(1):", "\t0: abc, data1", "=================================================",
+             "  status: non-primary", "  members(1):", "\t0: abc, data1",
+             "=================================================",
              P + "WSREP: Non-primary view"]
     evs = list(parse_lines(lines, engine="galera"))
     assert [e["kind"] for e in evs] == ["view_change", "non_primary"]

@@ -1,4 +1,4 @@
-"""NDB log events: the verbatim samples of reference/ndb.md section 3.3 (and 2.3), one line per
+"""NDB log events: the verbatim samples of docs/facts.md NDB 3.3 (and 2.3), one line per
 kind built from the EventLogger.cpp formats of section 3.1/3.2 or copied from a real 9.7.2 log,
 in both the cluster log form and the data node log form (with and without a date); and the real
 MySQL Cluster 9.7.2 logs of tests/unit/fixtures/ndb-9.7/ (see the README there), line by line and
@@ -13,9 +13,10 @@ import pytest
 
 from ndbchaos.cli import main as cli_main
 from ndbchaos.events import KINDS, parse_file, parse_line, parse_lines, time_to_epoch
-from ndbchaos.events import ndb as ndbev
+from ndbchaos.engines.ndb import logs as ndbev
+from ndbchaos.engines.ndb import logtexts
 
-# ndb.md 3.3 -- heartbeat-detected failure (Pro MySQL NDB Cluster, listing 17-1), verbatim
+# docs/facts.md NDB 3.3 -- heartbeat-detected failure (Pro MySQL NDB Cluster, listing 17-1), verbatim
 HEARTBEAT_SEQUENCE = """\
 2017-05-13 17:27:09 [MgmtSrvr] WARNING  -- Node 2: Node 1 missed heartbeat 2
 2017-05-13 17:27:14 [MgmtSrvr] WARNING  -- Node 2: Node 1 missed heartbeat 3
@@ -23,10 +24,10 @@ HEARTBEAT_SEQUENCE = """\
 2017-05-13 17:27:19 [MgmtSrvr] ALERT    -- Node 2: Node 1 declared dead due to missed heartbeat
 ... snip ...
 2017-05-13 17:27:22 [MgmtSrvr] ALERT    -- Node 1: Forced node shutdown completed. Caused by error 2315: 'Node declared dead. See error log for details(Arbitration error). Temporary error, restart node'.
-"""
+"""  # noqa: E501
 VICTIM = "We(1) have been declared dead by 2 (via 2) reason: Heartbeat failure(4)"
 
-# ndb.md 3.3 -- surviving data node after a peer disconnects (bug #116350, ndb_2_out.log), verbatim
+# docs/facts.md NDB 3.3 -- surviving data node after a peer disconnects (bug #116350, ndb_2_out.log), verbatim
 SURVIVOR = """\
 [ndbd] INFO     -- Node 5 disconnected in recv with errnum: 104 in state: 0
 [ndbd] INFO     -- findNeighbours from: 6085 old (left: 5 right: 3) new (4 3)
@@ -36,7 +37,7 @@ SURVIVOR = """\
 [ndbd] INFO     -- DBTC 0: Started failure handling for node 5
 """
 
-# ndb.md 3.3 -- arbitrator lost, later shutdown (bug #116429), verbatim
+# docs/facts.md NDB 3.3 -- arbitrator lost, later shutdown (bug #116429), verbatim
 ARBITRATOR_LOST = """\
 [ndbd] INFO -- Node 1 disconnected in state: 0
 [ndbd] INFO -- Lost arbitrator node 1 - process failure [state=6]
@@ -46,9 +47,9 @@ Message: Node lost connection to other nodes and can not form a unpartitioned cl
 Error: 2305
 Error data: Arbitrator decided to shutdown this node
 Error object: QMGR (Line: 7376) 0x00000002
-"""
+"""  # noqa: E501
 
-# ndb.md 2.3 -- event printout during a rolling restart (8.4 manual), verbatim
+# docs/facts.md NDB 2.3 -- event printout during a rolling restart (8.4 manual), verbatim
 RESTART_PRINTOUT = """\
 ndb_mgm> 2 RESTART
 Node 2: Node shutdown initiated
@@ -86,7 +87,8 @@ TEXTS = [
     ("Start phase 3 completed (unknown = 9)", "start_phase_completed", {"phase": 3, "start_type": "unknown"}),
     ("CM_REGCONF president = 11, own Node = 12, our dynamic id = 0/2", "cm_regconf",
      {"node": 12, "president": 11, "dynamic_id": 0}),
-    ("CM_REGREF from Node 11 to our Node 12. Cause = Busy", "cm_regref", {"node": 12, "from_node": 11, "cause": "Busy"}),
+    ("CM_REGREF from Node 11 to our Node 12. Cause = Busy", "cm_regref",
+     {"node": 12, "from_node": 11, "cause": "Busy"}),
     ("We are Node 12 with dynamic ID 2, our left neighbour is Node 11, our right is Node 13", "find_neighbours",
      {"node": 12, "left": 11, "right": 13}),
     ("Cluster shutdown initiated", "shutdown_initiated", {"scope": "cluster"}),
@@ -235,7 +237,7 @@ def test_cluster_log_form(text, kind, fields):
     _check(ev, kind, fields)
     assert ev["time"] == "2026-06-06T18:38:11" and ev["reporter"] == 12 and ev["source"] == "cluster_log"
     assert ev["severity"] == "ALERT"
-    if kind in ndbev._SELF_KINDS:
+    if kind in logtexts._SELF_KINDS:
         assert ev["node"] == 12  # an event about the reporter itself
     else:
         assert ev["node"] is not None and ev["node"] == fields.get("node", ev["node"])
@@ -714,7 +716,7 @@ def test_parser_never_raises_on_cut_or_mangled_real_lines():
 
 def test_rule_index_gives_the_same_answer_as_trying_every_rule():
     def brute(msg):
-        for kind, pat, conv in ndbev._RULES:
+        for kind, pat, conv in logtexts._RULES:
             m = pat.match(msg)
             if m:
                 return kind

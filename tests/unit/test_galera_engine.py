@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pytest
 
-from ndbchaos.engines import galera as G
-from ndbchaos.engines.base import ClusterStatus, NodeStatus
+from ndbchaos.engines.base import COMPOSE_DIR, ClusterStatus, NodeStatus
+from ndbchaos.engines.galera import GaleraEngine
+from ndbchaos.engines.galera import rules as G
 
-CNF = Path(G.COMPOSE_DIR) / "galera" / "galera.cnf"
-ENTRY = Path(G.COMPOSE_DIR) / "galera" / "entrypoint.sh"
+CNF = Path(COMPOSE_DIR) / "galera" / "galera.cnf"
+ENTRY = Path(COMPOSE_DIR) / "galera" / "entrypoint.sh"
 
 
 class FakeCluster:
@@ -48,7 +49,7 @@ def test_timers_match_config_files():
     (3, 2, True, True),     # nodes that left gracefully still count
 ])
 def test_quorum_expectation(data, lost, graceful, survives):
-    exp = G.GaleraEngine().expectation("datanode_loss", FakeCluster(data), lost=lost, graceful=graceful)
+    exp = GaleraEngine().expectation("datanode_loss", FakeCluster(data), lost=lost, graceful=graceful)
     assert exp.cluster_survives is survives and exp.survivors_serve is survives
     assert "quorum" in exp.rule.lower()
     assert exp.detection_bound_s == G.INACTIVE_TIMEOUT + G.INSTALL_TIMEOUT + G.INACTIVE_CHECK
@@ -58,7 +59,7 @@ def test_quorum_expectation(data, lost, graceful, survives):
 def test_data_node_count_is_validated():
     from ndbchaos.errors import UsageError
     with pytest.raises(UsageError):
-        G.GaleraEngine().data_count({"galera_data_nodes": 5})
+        GaleraEngine().data_count({"galera_data_nodes": 5})
 
 
 def _status(nodes, expected=3):
@@ -71,7 +72,7 @@ def _data(name, status="Primary", size=2, ready="ON"):
 
 
 def test_loss_detected_needs_every_survivor_primary_in_a_smaller_view():
-    eng = G.GaleraEngine()
+    eng = GaleraEngine()
     assert eng.loss_detected(_status([_data("data1"), NodeStatus("data2", "data", "exited", "down", False)]), ["data2"])
     # still the old view (size 3): not yet detected
     assert not eng.loss_detected(_status([_data("data1", size=3)]), ["data2"])
@@ -104,14 +105,14 @@ class _Ctr:
 def _bootstrap_cluster(monkeypatch, files: dict):
     from types import SimpleNamespace
 
-    from ndbchaos import topology as T
-    from ndbchaos.engines import galera as gal
-    nodes = [T.Node(n, T.DATA, f"c-{n}") for n in files] + [T.Node("arb", T.ARBITRATOR, "c-arb")]
+    from ndbchaos import topology as TP
+    from ndbchaos.engines.galera import lifecycle as gal
+    nodes = [TP.Node(n, TP.DATA, f"c-{n}") for n in files] + [TP.Node("arb", TP.ARBITRATOR, "c-arb")]
     ctrs = {n: _Ctr(*v) for n, v in files.items()}
     ctrs["arb"] = _Ctr(b"")
     monkeypatch.setattr(gal, "_put_file", lambda c, path, data: None)
     monkeypatch.setattr(gal, "_get_file", lambda c, path: c.files.get(path, b""))
-    topo = T.Topology("p", "galera", nodes)
+    topo = TP.Topology("p", "galera", nodes)
     return SimpleNamespace(topology=topo, container=lambda n: ctrs[n.name if hasattr(n, "name") else n],
                            note=lambda *a, **k: None, discover=lambda: topo)
 
@@ -128,3 +129,42 @@ def test_bootstrap_refuses_when_a_position_cannot_be_recovered(monkeypatch):
     with pytest.raises(ClusterNotReady) as ei:
         GaleraEngine().bootstrap(cl)
     assert "data2" in str(ei.value) and "Aborting" in str(ei.value)
+
+
+# -- the pure rules (ndbchaos.engines.galera.rules), no cluster object -----------------------------
+
+@pytest.mark.parametrize("data,lost,graceful,survives", [
+    (2, 1, False, True), (2, 2, False, False), (3, 1, False, True), (3, 2, False, False), (3, 2, True, True),
+])
+def test_quorum_rule_is_a_function_of_the_data_node_count(data, lost, graceful, survives):
+    exp = G.expectation("datanode_loss", data, lost=lost, graceful=graceful)
+    assert exp.cluster_survives is survives and exp.details["members"] == data + 1
+    assert exp.recovery == ("node_restart" if survives else "bootstrap")
+    assert exp.to_dict() == GaleraEngine().expectation("datanode_loss", FakeCluster(data), lost=lost,
+                                                       graceful=graceful).to_dict()
+
+
+def test_quorum_rule_families_and_members():
+    assert not G.expectation("nodegroup_loss", 3).cluster_survives  # every data node
+    assert G.expectation("mgmnode_loss", 2).cluster_survives  # garbd: 2 of 3
+    assert not G.expectation("datanode_loss", 3, members=3, lost=2).cluster_survives  # after an earlier loss
+    sql = G.expectation("sqlnode_loss", 2)
+    assert sql.survivors_serve and sql.recovery == "reconnect" and sql.detection_bound_s == 2.0
+
+
+def test_partition_rule_counts_votes():
+    members = ["data1", "data2", "data3", "arb"]
+    out = G.partition_outcome(members, [["data2"], ["data1", "data3", "arb"]])
+    assert out["serving"] == [["data1", "data3", "arb"]] and out["stopped"] == [["data2"]]
+    even = G.partition_outcome(members, [["data1", "data2"], ["data3", "arb"]])
+    assert even["serving"] == [] and "2*2 <= 4" in even["rule"]
+    # a member in no component counts as lost
+    assert G.partition_outcome(members, [["data1", "arb"]])["serving"] == []
+
+
+def test_galera_error_rules_place_only_their_own_numbers():
+    from ndbchaos.engines.galera import errors
+    assert errors.classify("galera", 1047, "WSREP has not yet prepared node for application use") == ("temporary", None)
+    assert errors.classify("galera", 1213, "Deadlock found") == ("temporary", None)
+    for errno in (None, 1062, 1180, 1296, 2013):
+        assert errors.classify("galera", errno, "x") is None

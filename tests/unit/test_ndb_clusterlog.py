@@ -6,9 +6,9 @@ import datetime as dt
 import subprocess
 from types import SimpleNamespace
 
-from ndbchaos import topology as T
+from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.ndb.clusterlog import ClusterLogFollower, cluster_log_path
+from ndbchaos.engines.ndb.clusterlog import ClusterLogFollower, cluster_log_path
 
 
 class LocalContainer:
@@ -24,8 +24,8 @@ class LocalContainer:
 
 
 def make(tmp_path):
-    node = T.Node("mgm1", T.MGM, "c-mgm1", nodeid=1)
-    topo = T.Topology("p", "ndb", [node])
+    node = TP.Node("mgm1", TP.MGM, "c-mgm1", nodeid=1)
+    topo = TP.Topology("p", "ndb", [node])
     wall0 = calendar.timegm(dt.datetime(2026, 6, 6, 18, 38, 0).timetuple())
     cl = SimpleNamespace(topology=topo, clock=RunClock(mono0=0.0, wall0=wall0))
     cl.container = lambda n: LocalContainer()

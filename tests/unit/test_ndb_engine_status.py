@@ -5,9 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from ndbchaos import topology as T
+from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.engines.ndb import CLUSTERLOG, NdbEngine
+from ndbchaos.engines.ndb import NdbEngine
+from ndbchaos.engines.ndb.lifecycle import CLUSTERLOG
 
 V = "8.4.7-ndb-8.4.7"
 
@@ -32,15 +33,15 @@ class FakeContainer:
 
 
 def make(states=None):
-    nodes = [T.Node("mgm1", T.MGM, "c-mgm1", nodeid=1), T.Node("mgm2", T.MGM, "c-mgm2", nodeid=2)]
+    nodes = [TP.Node("mgm1", TP.MGM, "c-mgm1", nodeid=1), TP.Node("mgm2", TP.MGM, "c-mgm2", nodeid=2)]
     for i, (nid, ng) in enumerate([(11, 0), (12, 0), (13, 1), (14, 1)], 1):
-        nodes.append(T.Node(f"data{i}", T.DATA, f"c-data{i}", nodeid=nid, nodegroup=ng))
-    nodes += [T.Node("sql1", T.SQL, "c-sql1", nodeid=21, serves_sql=True, sql_port=40001),
-              T.Node("sql2", T.SQL, "c-sql2", nodeid=22, serves_sql=True, sql_port=40002)]
-    topo = T.Topology("p", "ndb", nodes)
+        nodes.append(TP.Node(f"data{i}", TP.DATA, f"c-data{i}", nodeid=nid, nodegroup=ng))
+    nodes += [TP.Node("sql1", TP.SQL, "c-sql1", nodeid=21, serves_sql=True, sql_port=40001),
+              TP.Node("sql2", TP.SQL, "c-sql2", nodeid=22, serves_sql=True, sql_port=40002)]
+    topo = TP.Topology("p", "ndb", nodes)
     containers = {n.name: FakeContainer(n.name, (states or {}).get(n.name, "running")) for n in nodes}
     cl = SimpleNamespace(topology=topo, options={}, clock=RunClock(), containers=containers, composed=[])
-    cl.container = lambda n: containers[n.name if isinstance(n, T.Node) else n]
+    cl.container = lambda n: containers[n.name if isinstance(n, TP.Node) else n]
     cl.discover = lambda: topo
     cl.compose = lambda *a, **k: cl.composed.append(a)
     return cl
@@ -91,8 +92,9 @@ def engine(cl, mgm_out=None, probe=None, calls=None):
             return -1, "not running"
         text = " ".join(cmd) if isinstance(cmd, list) else cmd
         if "CLUSTERLOG" in text:
-            return 0, "Connected to Management Server at: 127.0.0.1:1186\nExecuting CLUSTERLOG STARTUP=15 on node 11 OK!\n"
-        if node.role == T.MGM:
+            return 0, ("Connected to Management Server at: 127.0.0.1:1186\n"
+                       "Executing CLUSTERLOG STARTUP=15 on node 11 OK!\n")
+        if node.role == TP.MGM:
             return (0, mgm_out) if mgm_out is not None else (-1, "Unable to connect")
         return 0, "0\n" if "skip_networking" in text else ""
 

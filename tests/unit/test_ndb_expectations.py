@@ -1,18 +1,20 @@
 """NdbEngine.expectation on the default and small layouts (no Docker: a topology built from the
-shipped config files), and the arbitration check of reference/ndb.md 5.1."""
+shipped config files), and the arbitration check of docs/facts.md NDB 5.1."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from ndbchaos import topology as T
+from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.engines import ndb as ndbeng
 from ndbchaos.engines.base import ClusterStatus, NodeStatus
-from ndbchaos.engines.ndb import FAMILIES, NdbEngine, arbitration_check
+from ndbchaos.engines.ndb import NdbEngine
+from ndbchaos.engines.ndb import rules as ndbrules
+from ndbchaos.engines.ndb.expectations import FAMILIES
+from ndbchaos.engines.ndb.rules import arbitration_check
 from ndbchaos.errors import UsageError
 
-ROLE = {"MGM": T.MGM, "NDB": T.DATA, "API": T.SQL}
+ROLE = {"MGM": TP.MGM, "NDB": TP.DATA, "API": TP.SQL}
 
 
 def fake_cluster(layout="default"):
@@ -27,9 +29,9 @@ def fake_cluster(layout="default"):
             continue  # spare slots have no container
         counters[n.type] = counters.get(n.type, 0) + 1
         name = f"{names[n.type]}{counters[n.type]}"
-        nodes.append(T.Node(name=name, role=ROLE[n.type], container=f"p-{name}-1", nodeid=n.node_id,
+        nodes.append(TP.Node(name=name, role=ROLE[n.type], container=f"p-{name}-1", nodeid=n.node_id,
                             nodegroup=n.nodegroup, serves_sql=n.type == "API", sql_port=None))
-    topo = T.Topology("p", "ndb", nodes)
+    topo = TP.Topology("p", "ndb", nodes)
     return eng, SimpleNamespace(topology=topo, options=opts, clock=RunClock())
 
 
@@ -58,7 +60,7 @@ def test_every_family_has_an_expectation_on_the_default_layout():
     eng, cl = fake_cluster()
     for fam in FAMILIES:
         e = eng.expectation(fam, cl)
-        assert e.family == fam and e.rule.startswith("reference/ndb.md") and e.detection_bound_s > 0
+        assert e.family == fam and e.rule.startswith("docs/facts.md NDB") and e.detection_bound_s > 0
         assert e.recovery in ("node_restart", "system_restart") and e.recovery_bound_s > 0
         assert e.details["timing"]["heartbeat_db_s"] == 1.0
 
@@ -70,15 +72,15 @@ def test_datanode_loss_default_survives_without_arbitration():
     assert "node group majority" in e.rule and "arbitrator" not in e.rule
     assert e.details["lost"] == ["data1"] and e.details["survivors"] == ["data2", "data3", "data4"]
     # 5 x HeartbeatIntervalDbDb (1 s) + slack; no ArbitrationTimeout
-    assert e.detection_bound_s == pytest.approx(5 * 1.0 + ndbeng.OBSERVATION_SLACK)
-    assert e.recovery_bound_s == pytest.approx(ndbeng.NDBT_WAIT_CLUSTER_STARTED + ndbeng.CONTAINER_START_SLACK)
+    assert e.detection_bound_s == pytest.approx(5 * 1.0 + ndbrules.OBSERVATION_SLACK)
+    assert e.recovery_bound_s == pytest.approx(ndbrules.NDBT_WAIT_CLUSTER_STARTED + ndbrules.CONTAINER_START_SLACK)
 
 
 def test_datanode_loss_small_layout_needs_the_arbitrator():
     eng, cl = fake_cluster("small")
     e = eng.expectation("datanode_loss", cl)
     assert e.cluster_survives and "arbitration required" in e.rule and "arbitrator node 1" in e.rule
-    assert e.detection_bound_s == pytest.approx(5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert e.detection_bound_s == pytest.approx(5 * 1.0 + 3.0 + ndbrules.OBSERVATION_SLACK)
     assert "arbitration_won" in e.details["expected_events"]
     # the management node was lost first: nobody can say yes
     e = eng.expectation("datanode_loss", cl, arbitrator=None)
@@ -104,7 +106,7 @@ def test_nodegroup_loss_is_a_cluster_failure():
     assert not e.cluster_survives and not e.survivors_serve and e.recovery == "system_restart"
     assert "missing node group" in e.rule
     assert e.details["shut_down"] == ["data1", "data2"] and e.details["client_errors"]["expected"] == [4009]
-    assert e.recovery_bound_s == pytest.approx(120 + 60 + 60 + ndbeng.CONTAINER_START_SLACK)
+    assert e.recovery_bound_s == pytest.approx(120 + 60 + 60 + ndbrules.CONTAINER_START_SLACK)
     with pytest.raises(UsageError):
         eng.expectation("nodegroup_loss", cl, nodegroup=5)
 
@@ -115,7 +117,7 @@ def test_partitions():
     assert e.cluster_survives and e.details["winners"] == ["data1", "data3"]
     assert e.details["losers"] == ["data2", "data4"] and e.details["loser_exit_code"] == 2305
     assert e.details["arbitrator"] == 1 and e.details["arbitrator_node"] == "mgm1"
-    assert e.detection_bound_s == pytest.approx(5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert e.detection_bound_s == pytest.approx(5 * 1.0 + 3.0 + ndbrules.OBSERVATION_SLACK)
     iso = eng.expectation("arbitrator_isolated", cl)
     assert not iso.cluster_survives and iso.details["exit_code"] == 2305 and iso.recovery == "system_restart"
     assert iso.details["shut_down"] == ["data1", "data2", "data3", "data4"]
@@ -141,8 +143,8 @@ def test_sqlnode_loss():
     eng, cl = fake_cluster()
     e = eng.expectation("sqlnode_loss", cl)
     assert e.survivors_serve and e.details["lost"] == ["sql1"] and e.details["unaffected"] == ["sql2"]
-    assert e.detection_bound_s == pytest.approx(5 * 1.5 + ndbeng.OBSERVATION_SLACK)
-    assert e.recovery_bound_s == pytest.approx(60 + 60 + ndbeng.CONTAINER_START_SLACK)
+    assert e.detection_bound_s == pytest.approx(5 * 1.5 + ndbrules.OBSERVATION_SLACK)
+    assert e.recovery_bound_s == pytest.approx(60 + 60 + ndbrules.CONTAINER_START_SLACK)
     only = eng.expectation("sqlnode_loss", fake_cluster("small")[1])
     assert not only.survivors_serve and only.cluster_survives
 
@@ -161,7 +163,7 @@ def test_loss_detected():
     eng = NdbEngine()
 
     def st(healthy: dict):
-        nodes = [NodeStatus(n, T.DATA if n.startswith("data") else T.SQL, "running", "x", ok, {})
+        nodes = [NodeStatus(n, TP.DATA if n.startswith("data") else TP.SQL, "running", "x", ok, {})
                  for n, ok in healthy.items()]
         return ClusterStatus(0.0, nodes, False, [], {})
 

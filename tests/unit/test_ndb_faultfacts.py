@@ -1,23 +1,26 @@
 """NdbEngine's facts for the fault catalogue, without Docker: probe_ports, master_node,
-options_from_topology, partition_outcome (reference/ndb.md 5.1), node_rejoining, loss_detected
+options_from_topology, partition_outcome (docs/facts.md NDB 5.1), node_rejoining, loss_detected
 and expectation(lost=...).
 
 Topologies are built from container labels the way Cluster.discover() builds them; ndb_mgm
-output follows the verbatim samples of reference/ndb.md 2.1 (SHOW) and 2.2 (ALL STATUS)."""
+output follows the verbatim samples of docs/facts.md NDB 2.1 (SHOW) and 2.2 (ALL STATUS)."""
 
 from types import SimpleNamespace
 
 import pytest
 
-from ndbchaos import topology as T
+from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.engines import ndb as ndbeng
-from ndbchaos.engines.ndb import NdbEngine, arbitration_check
+from ndbchaos.engines.base import COMPOSE_DIR
+from ndbchaos.engines.ndb import NdbEngine
+from ndbchaos.engines.ndb import layout as ndblayout
+from ndbchaos.engines.ndb import rules as ndbrules
+from ndbchaos.engines.ndb.rules import arbitration_check
 from ndbchaos.errors import UsageError
 
 V = "mysql-8.0.44 ndb-8.0.44"
 
-# reference/ndb.md 2.1, verbatim (8.0 / 8.4 manual)
+# docs/facts.md NDB 2.1, verbatim (8.0 / 8.4 manual)
 SHOW_SAMPLE = """ndb_mgm> SHOW
 Connected to Management Server at: localhost:1186
 Cluster Configuration
@@ -35,11 +38,11 @@ id=5 (not connected, accepting connect from any host)
 """
 
 DEFAULT = [  # (name, role, nodeid, nodegroup) as in cluster/compose/ndb.yml
-    ("mgm1", T.MGM, 1, None), ("mgm2", T.MGM, 2, None),
-    ("data1", T.DATA, 11, 0), ("data2", T.DATA, 12, 0), ("data3", T.DATA, 13, 1), ("data4", T.DATA, 14, 1),
-    ("sql1", T.SQL, 21, None), ("sql2", T.SQL, 22, None),
+    ("mgm1", TP.MGM, 1, None), ("mgm2", TP.MGM, 2, None),
+    ("data1", TP.DATA, 11, 0), ("data2", TP.DATA, 12, 0), ("data3", TP.DATA, 13, 1), ("data4", TP.DATA, 14, 1),
+    ("sql1", TP.SQL, 21, None), ("sql2", TP.SQL, 22, None),
 ]
-SMALL = [("mgm1", T.MGM, 1, None), ("data1", T.DATA, 2, 0), ("data2", T.DATA, 3, 0), ("sql1", T.SQL, 4, None)]
+SMALL = [("mgm1", TP.MGM, 1, None), ("data1", TP.DATA, 2, 0), ("data2", TP.DATA, 3, 0), ("sql1", TP.SQL, 4, None)]
 
 
 class FakeContainer:
@@ -54,13 +57,13 @@ class FakeContainer:
 def topology(spec=DEFAULT, subnet="10.213.77", ips=True, sql_ports=True):
     nodes = []
     for name, role, nid, ng in spec:
-        labels = {T.PROJECT: "p", T.ENGINE: "ndb", T.ROLE: role, T.NODE: name, T.NODEID: str(nid),
-                  T.NODEGROUP: "" if ng is None else str(ng)}
-        nodes.append(T.Node.from_labels(f"p-{name}-1", f"id-{name}", labels,
+        labels = {TP.PROJECT: "p", TP.ENGINE: "ndb", TP.ROLE: role, TP.NODE: name, TP.NODEID: str(nid),
+                  TP.NODEGROUP: "" if ng is None else str(ng)}
+        nodes.append(TP.Node.from_labels(f"p-{name}-1", f"id-{name}", labels,
                                         ip=f"{subnet}.{100 + nid}" if ips else None,
-                                        sql_port=(40000 + nid) if role == T.SQL and sql_ports else None,
-                                        serves_sql=role == T.SQL))
-    return T.Topology("p", "ndb", nodes)
+                                        sql_port=(40000 + nid) if role == TP.SQL and sql_ports else None,
+                                        serves_sql=role == TP.SQL))
+    return TP.Topology("p", "ndb", nodes)
 
 
 def cluster(spec=DEFAULT, states=None, options=None, **kw):
@@ -68,13 +71,13 @@ def cluster(spec=DEFAULT, states=None, options=None, **kw):
     containers = {n.name: FakeContainer((states or {}).get(n.name, "running")) for n in topo.nodes}
     cl = SimpleNamespace(topology=topo, options=options if options is not None else {}, clock=RunClock(),
                          containers=containers, project="p")
-    cl.container = lambda n: containers[n.name if isinstance(n, T.Node) else n]
+    cl.container = lambda n: containers[n.name if isinstance(n, TP.Node) else n]
     cl.discover = lambda: topo
     return cl
 
 
 def show(data: dict | None = None, master=11, api=None, mgm2="connected"):
-    """SHOW + ALL STATUS of the default layout in the formats of ndb.md 2.1 / 2.2.
+    """SHOW + ALL STATUS of the default layout in the formats of docs/facts.md NDB 2.1 / 2.2.
     ``data``: node id -> started | starting | not connected; ``api``: node id -> connected |
     not connected."""
     data, api = data or {}, api or {}
@@ -130,7 +133,7 @@ def engine(cl, mgm_out=None, views=None):
         text = " ".join(cmd) if isinstance(cmd, list) else cmd
         if "CLUSTERLOG" in text:
             return 0, "Connected to Management Server at: localhost:1186\n"
-        if node.role == T.MGM:
+        if node.role == TP.MGM:
             return (0, mgm_out) if mgm_out is not None else (-1, "Unable to connect with connect string")
         return 0, ""
 
@@ -158,31 +161,31 @@ def test_probe_ports_default_and_small_layouts():
         got = {n.name: eng.probe_ports(n) for n in topo.nodes}
         assert {k: v for k, v in got.items() if k.startswith("mgm")} == {n: [1186] for n in got if n.startswith("mgm")}
         assert all(got[n.name] == [2202] for n in topo.data_nodes)
-        assert all(got[n.name] == [3306] for n in topo.role(T.SQL))
+        assert all(got[n.name] == [3306] for n in topo.role(TP.SQL))
 
 
 def test_probe_ports_come_from_config_ini(tmp_path, monkeypatch):
     ini = tmp_path / "config.ini"
-    ini.write_text((ndbeng.COMPOSE_DIR / "ndb" / "config.ini").read_text()
+    ini.write_text((COMPOSE_DIR / "ndb" / "config.ini").read_text()
                    .replace("ServerPort=2202", "ServerPort=2399")
                    .replace("NodeId=2\nHostName=10.213.77.102", "NodeId=2\nHostName=10.213.77.102\nPortNumber=1999"))
-    monkeypatch.setitem(ndbeng.LAYOUTS, "default", ("ndb.yml", str(ini), "ndb/my.cnf", "10.213.77"))
+    monkeypatch.setitem(ndblayout.LAYOUTS, "default", ("ndb.yml", str(ini), "ndb/my.cnf", "10.213.77"))
     eng = NdbEngine()
     topo = topology()
     assert eng.probe_ports(topo.node("data3")) == [2399]
     assert eng.probe_ports(topo.node("mgm2")) == [1999] and eng.probe_ports(topo.node("mgm1")) == [1186]
     # a data node the config does not know: the [ndbd default] ServerPort still applies
-    stray = T.Node("dataX", T.DATA, "p-dataX-1", nodeid=77, nodegroup=0)
+    stray = TP.Node("dataX", TP.DATA, "p-dataX-1", nodeid=77, nodegroup=0)
     assert eng.probe_ports(stray) == [2399]
     with pytest.raises(UsageError):
-        eng.probe_ports(T.Node("h", T.HELPER, "p-h-1"))
+        eng.probe_ports(TP.Node("h", TP.HELPER, "p-h-1"))
 
 
 # -- master_node ----------------------------------------------------------------------------------
 
 def test_master_from_the_verbatim_show_sample():
-    spec = [("data1", T.DATA, 1, 0), ("data2", T.DATA, 2, 0), ("mgm1", T.MGM, 3, None),
-            ("sql1", T.SQL, 4, None)]
+    spec = [("data1", TP.DATA, 1, 0), ("data2", TP.DATA, 2, 0), ("mgm1", TP.MGM, 3, None),
+            ("sql1", TP.SQL, 4, None)]
     cl = cluster(spec, sql_ports=False)
     assert engine(cl, SHOW_SAMPLE).master_node(cl).name == "data1"
 
@@ -226,9 +229,9 @@ def test_options_from_topology():
     cfg = eng.config({"ndb_layout": "small"})
     assert [n.node_id for n in cfg.data_nodes] == [2, 3] and cfg.node_groups() == {0: [2, 3]}
     with pytest.raises(UsageError):
-        eng.options_from_topology(topology([("data1", T.DATA, 5, 0), ("data2", T.DATA, 6, 0)]))
+        eng.options_from_topology(topology([("data1", TP.DATA, 5, 0), ("data2", TP.DATA, 6, 0)]))
     with pytest.raises(UsageError):
-        eng.options_from_topology(topology([("mgm1", T.MGM, 1, None)]))
+        eng.options_from_topology(topology([("mgm1", TP.MGM, 1, None)]))
 
 
 # -- partition_outcome ----------------------------------------------------------------------------
@@ -240,7 +243,7 @@ def test_arbitration_check_in_qmgr_order():
     # this text when node 11 was killed (fixtures/ndb-9.7), as bug #116350's data node did
     assert arbitration_check(groups, alive, {12, 13, 14}) == ("win", "Arbitration check won - node group majority")
     # NoOfReplicas=3, five groups: all groups present, one complete, 7 of 15 -> Qmgr wins (the
-    # order of reference/ndb.md 5.1 would say "less than 1/2 nodes left")
+    # order of docs/facts.md NDB 5.1 would say "less than 1/2 nodes left")
     g5 = {g: {3 * g + 1, 3 * g + 2, 3 * g + 3} for g in range(5)}
     surv = {1, 2, 3, 4, 7, 10, 13}
     every = set().union(*g5.values())
@@ -257,7 +260,7 @@ def test_halves_with_the_arbitrator_on_one_side():
     assert out["serving"] == [["data1", "data3", "mgm1"]] and out["stopped"] == [["data2", "data4"]]
     assert out["arbitrator"] == 1 and out["race"] == []
     r = out["rule"]
-    assert r.startswith("reference/ndb.md 5.1") and "2 of 4 (2*2 = 4)" in r
+    assert r.startswith("docs/facts.md NDB 5.1") and "2 of 4 (2*2 = 4)" in r
     assert "'Network partitioning - arbitration required'" in r
     assert "'Arbitration won - positive reply from node 1'" in r and "shutdown (2305)" in r
     assert "SQL nodes do not vote" in r
@@ -283,7 +286,7 @@ def test_isolating_one_data_node():
     # the isolated node must shut itself down, once it has found its 3 peers around the ring:
     # 3 x 5 x HeartbeatIntervalDbDb (1 s) + ArbitrationTimeout (3 s) + observation slack
     assert out["shut_down"] == ["data1"] and out["exit_codes"] == {"data1": 2305}
-    assert out["decision_bound_s"] == pytest.approx(3 * 5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert out["decision_bound_s"] == pytest.approx(3 * 5 * 1.0 + 3.0 + ndbrules.OBSERVATION_SLACK)
     assert "heartbeat ring" in out["rule"]
 
 
@@ -291,9 +294,9 @@ def test_split_halves_shut_down_bounds():
     out = outcome([["data1", "data3", "mgm1"], ["data2", "data4"]])
     assert out["shut_down"] == ["data2", "data4"] and out["exit_codes"] == {"data2": 2305, "data4": 2305}
     # the losing half: 2 ring rounds for its president, one more for its peer (9.7.2 logs)
-    assert out["decision_bound_s"] == pytest.approx(3 * 5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert out["decision_bound_s"] == pytest.approx(3 * 5 * 1.0 + 3.0 + ndbrules.OBSERVATION_SLACK)
     # the winning half finds the other two one after the other, then asks the arbitrator
-    assert out["detection_bound_s"] == pytest.approx(2 * 5 * 1.0 + 3.0 + ndbeng.OBSERVATION_SLACK)
+    assert out["detection_bound_s"] == pytest.approx(2 * 5 * 1.0 + 3.0 + ndbrules.OBSERVATION_SLACK)
     nobody = outcome([["data1", "data2", "data3", "data4", "mgm1", "mgm2", "sql1", "sql2"]])
     assert nobody["shut_down"] == [] and nobody["decision_bound_s"] is None and nobody["detection_bound_s"] is None
 
@@ -454,7 +457,7 @@ def test_generic_scenario_calls(family, kw):
         e = NdbEngine().expectation(family, cl, **{**kw, **extra})
         assert isinstance(e.survivors_serve, bool) and isinstance(e.cluster_survives, bool)
         assert e.detection_bound_s > 0 and e.recovery_bound_s > 0
-        assert e.recovery in ("node_restart", "system_restart") and e.rule.startswith("reference/ndb.md")
+        assert e.recovery in ("node_restart", "system_restart") and e.rule.startswith("docs/facts.md NDB")
     assert "whatever" in e.details["ignored_keywords"] and "graceful" in e.details["ignored_keywords"]
 
 

@@ -13,7 +13,7 @@ from ndbchaos import runtime
 from ndbchaos.engines import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.ndb import image as ndb_image
+from ndbchaos.engines.ndb import image as ndb_image
 
 BUILD = ndb_image.BUILD
 REQUIRED = ("ndb_mgmd", "ndbmtd", "ndb_mgm", "mysqld", "mysql")
@@ -164,7 +164,8 @@ def test_ensure_builds_only_a_distribution_image(images, monkeypatch):
 
 def test_ensure_reports_the_recipes_error_line(images, monkeypatch):
     monkeypatch.setattr(ndb_image.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(
-        argv, 1, "", "building...\nNDBCHAOS_NDB_DIST=/x.tar.xz: bin/ndbmtd is built for aarch64, this host is x86_64\n"))
+        argv, 1, "",
+        "building...\nNDBCHAOS_NDB_DIST=/x.tar.xz: bin/ndbmtd is built for aarch64, this host is x86_64\n"))
     with pytest.raises(NdbChaosError) as ei:
         ndb_image.ensure(ndb_image.ImageChoice("ndbchaos/ndb:abc", "dist", ""))
     assert str(ei.value) == "NDBCHAOS_NDB_DIST=/x.tar.xz: bin/ndbmtd is built for aarch64, this host is x86_64"

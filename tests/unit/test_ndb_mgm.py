@@ -1,10 +1,9 @@
-"""ndb_mgm output parsers, on the verbatim samples of reference/ndb.md section 2 and on lines
+"""ndb_mgm output parsers, on the verbatim samples of docs/facts.md NDB 2 and on lines
 built from the print_nodes / print_status formats of CommandInterpreter.cpp."""
 
-from ndbchaos.ndb import all_started, parse_mgm, parse_show, parse_status
-from ndbchaos.ndb.mgm import STATUS_NAMES
+from ndbchaos.engines.ndb.mgm import STATUS_NAMES, all_started, parse_mgm, parse_show, parse_status
 
-# ndb.md 2.1, verbatim (8.0 / 8.4 manual)
+# docs/facts.md NDB 2.1, verbatim (8.0 / 8.4 manual)
 SHOW_MANUAL = """\
 ndb_mgm> SHOW
 Connected to Management Server at: localhost:1186
@@ -43,7 +42,7 @@ SHOW_84_TABS = (
     "id=31 (not connected, accepting connect from any host)\n"
 )
 
-# ndb.md 2.2 expected lines (print_status)
+# docs/facts.md NDB 2.2 expected lines (print_status)
 ALL_STATUS = """\
 Connected to Management Server at: localhost:1186
 Node 2: started (mysql-8.0.44 ndb-8.0.44)

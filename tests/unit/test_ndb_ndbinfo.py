@@ -1,8 +1,8 @@
-"""ndbinfo query helpers and the readiness judgements over their rows (reference/ndb.md 4, 10)."""
+"""ndbinfo query helpers and the readiness judgements over their rows (docs/facts.md NDB 4, 10)."""
 
 import pytest
 
-from ndbchaos.ndb import ndbinfo
+from ndbchaos.engines.ndb import ndbinfo
 
 
 class FakeCursor:

@@ -11,9 +11,12 @@ from pathlib import Path
 import pytest
 
 from ndbchaos import runtime
-from ndbchaos.engines import ndb as ndbeng
+from ndbchaos.engines.ndb import NdbEngine
+from ndbchaos.engines.ndb import image as ndb_image
+from ndbchaos.engines.ndb import layout as ndblayout
+from ndbchaos.engines.ndb import rules as ndbrules
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.ndb.config import parse_config_ini, read_config, replace_prefix
+from ndbchaos.engines.ndb.config import parse_config_ini, read_config, replace_prefix
 
 COMPOSE = Path(__file__).resolve().parents[2] / "cluster" / "compose"
 LAYOUTS = {
@@ -60,7 +63,7 @@ def test_compose_config_passes_with_no_environment_and_matches_config_ini(layout
 
     subnet = doc["networks"]["net"]["ipam"]["config"][0]["subnet"]
     prefix = subnet.rsplit(".", 1)[0]
-    assert subnet.endswith(".0/24") and prefix == ndbeng.LAYOUTS[layout][3]
+    assert subnet.endswith(".0/24") and prefix == ndblayout.LAYOUTS[layout][3]
     assert doc["networks"]["net"]["labels"]["ndbchaos.project"] == "ndbchaos-manual"
 
     by_host = {n.hostname: n for n in cfg.nodes if n.hostname}
@@ -72,7 +75,7 @@ def test_compose_config_passes_with_no_environment_and_matches_config_ini(layout
         roles[role] += 1
         assert labels["ndbchaos.engine"] == "ndb" and labels["ndbchaos.node"] == name
         assert labels["ndbchaos.project"] == "ndbchaos-manual"
-        assert svc["image"] == ndbeng.DEFAULT_IMAGE
+        assert svc["image"] == ndb_image.DEFAULT_IMAGE
         assert svc["healthcheck"] == {"disable": True}
         ip = svc["networks"]["net"]["ipv4_address"]
         assert ip.startswith(prefix + ".")
@@ -114,7 +117,7 @@ def test_default_layout_arbitration_ranks_and_test_settings():
     assert cfg.data_param("StopOnError") == "1"
     hb = cfg.data_param_ms("HeartbeatIntervalDbDb", 5000)
     arb = cfg.data_param_ms("ArbitrationTimeout", 7500)
-    assert arb >= 2 * hb  # ndb.md section 10: ArbitrationTimeout >= 2x the heartbeat interval
+    assert arb >= 2 * hb  # docs/facts.md NDB 10: ArbitrationTimeout >= 2x the heartbeat interval
     assert cfg.node_groups() == {0: [11, 12], 1: [13, 14]}
     small = read_config(COMPOSE / "ndb/config-small.ini")
     assert [n.node_id for n in small.nodes if n.type != "API" or n.hostname] == [1, 2, 3, 4]  # the image's layout
@@ -123,13 +126,13 @@ def test_default_layout_arbitration_ranks_and_test_settings():
 def test_engine_constants_match_my_cnf():
     for _, _, cnf, _ in LAYOUTS.values():
         text = (COMPOSE / cnf).read_text()
-        assert float(re.search(r"^ndb-wait-connected=(\d+)", text, re.M).group(1)) == ndbeng.NDB_WAIT_CONNECTED
-        assert float(re.search(r"^ndb-wait-setup=(\d+)", text, re.M).group(1)) == ndbeng.NDB_WAIT_SETUP
+        assert float(re.search(r"^ndb-wait-connected=(\d+)", text, re.M).group(1)) == ndbrules.NDB_WAIT_CONNECTED
+        assert float(re.search(r"^ndb-wait-setup=(\d+)", text, re.M).group(1)) == ndbrules.NDB_WAIT_SETUP
 
 
 def test_subnet_override_renders_consistent_files(tmp_path, monkeypatch):
     monkeypatch.setattr(runtime, "TOOLS_DIR", tmp_path / "tools")
-    eng = ndbeng.NdbEngine()
+    eng = NdbEngine()
     opts = {"ndb_subnet": "10.99.1.0/24"}
     env = eng.compose_env(opts)
     assert env["NDBCHAOS_NDB_SUBNET"] == "10.99.1"
@@ -148,11 +151,11 @@ def test_replace_prefix_only_touches_whole_addresses():
 
 
 def test_normalize_subnet():
-    assert ndbeng.normalize_subnet("10.1.2") == "10.1.2"
-    assert ndbeng.normalize_subnet("10.1.2.0/24") == "10.1.2"
+    assert ndblayout.normalize_subnet("10.1.2") == "10.1.2"
+    assert ndblayout.normalize_subnet("10.1.2.0/24") == "10.1.2"
     for bad in ("10.1", "10.1.2.0/16", "300.1.1", "abc"):
         with pytest.raises(NdbChaosError):
-            ndbeng.normalize_subnet(bad)
+            ndblayout.normalize_subnet(bad)
 
 
 def test_config_parser_details():

@@ -1,4 +1,4 @@
-"""Query helpers for the ndbinfo tables used in assertions (reference/ndb.md section 4).
+"""Query helpers for the ndbinfo tables used in assertions (docs/facts.md NDB 4).
 
 Every query is ``SELECT *`` and rows come back as dicts keyed by the column names the server
 reports, so a column that differs between versions (restart_info's later columns are
@@ -48,10 +48,6 @@ def membership(cursor) -> list[dict]:
 def arbitrator_validity_summary(cursor) -> list[dict]:
     """``arbitrator, arb_ticket, arb_connected, consensus_count``: one row in steady state."""
     return query(cursor, "arbitrator_validity_summary")
-
-
-def arbitrator_validity_detail(cursor) -> list[dict]:
-    return query(cursor, "arbitrator_validity_detail")
 
 
 def restart_info(cursor) -> list[dict]:

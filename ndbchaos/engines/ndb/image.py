@@ -23,12 +23,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
-from .. import runtime
-from ..errors import NdbChaosError
+from ... import runtime
+from ...errors import NdbChaosError
+from ..base import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 BUILD = REPO / "cluster" / "images" / "build.sh"
 
 #: official images, in the order they are looked for (the Oracle registry's, then Docker Hub's

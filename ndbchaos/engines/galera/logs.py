@@ -1,4 +1,4 @@
-"""Galera events from a mariadbd error log (reference/galera-and-python.md A6).
+"""Galera events from a mariadbd error log (docs/facts.md Galera A6).
 
 Line prefix (MariaDB): ``2026-06-06 18:38:11 1 [Note] WSREP: ...`` -- date, time (the hour may be
 a single digit padded with a space: ``2026-11-22  2:45:20 0 [Note] ...``), thread id, level. The
@@ -36,7 +36,8 @@ def _rule(kind: str, pattern: str, conv=None):
 # Membership / components
 _rule("view_change",
       r"^WSREP: New cluster view: global state: (?P<uuid>" + _UUID + r"):(?P<seqno>-?\d+), view# (?P<view>-?\d+): "
-      r"(?P<status>Primary|Non-Primary|non-Primary|Disconnected), number of nodes: (?P<n>\d+), my index: (?P<idx>-?\d+)",
+      r"(?P<status>Primary|Non-Primary|non-Primary|Disconnected), number of nodes: (?P<n>\d+), "
+      r"my index: (?P<idx>-?\d+)",
       lambda m: {"status": m.group("status").lower(), "primary": m.group("status") == "Primary",
                  "members": int(m.group("n")), "view": int(m.group("view")), "my_index": int(m.group("idx")),
                  "source_text": "galera3"})
@@ -65,10 +66,12 @@ _rule("state_transfer_requested",
       lambda m: {"joiner": m.group("joiner"), "joiner_name": m.group("jname"), "requested_from": m.group("from"),
                  "donor": m.group("donor"), "donor_name": m.group("dname"), "donor_state": m.group("dstate")})
 _rule("state_transfer_complete",
-      r"^WSREP: (?P<me>\S+) \((?P<mname>.*?)\): State transfer (?P<dir>to|from) (?P<peer>\S+) \((?P<pname>.*?)\) complete\.",
+      r"^WSREP: (?P<me>\S+) \((?P<mname>.*?)\): State transfer (?P<dir>to|from) "
+      r"(?P<peer>\S+) \((?P<pname>.*?)\) complete\.",
       lambda m: {"member": m.group("me"), "name": m.group("mname"), "direction": m.group("dir"),
                  "peer": m.group("peer"), "peer_name": m.group("pname")})
-_rule("ist_prepared", r"^WSREP: Prepared IST receiver for (?P<first>-?\d+)-(?P<last>-?\d+), listening at: (?P<addr>\S+)",
+_rule("ist_prepared",
+      r"^WSREP: Prepared IST receiver for (?P<first>-?\d+)-(?P<last>-?\d+), listening at: (?P<addr>\S+)",
       lambda m: {"first": int(m.group("first")), "last": int(m.group("last")), "address": m.group("addr")})
 _rule("ist_receiving", r"^WSREP: Receiving IST: (?P<n>\d+) writesets, seqnos (?P<first>-?\d+)-(?P<last>-?\d+)",
       lambda m: {"writesets": int(m.group("n")), "first": int(m.group("first")), "last": int(m.group("last"))})
@@ -80,9 +83,11 @@ _rule("sst_received", r"^WSREP: SST received(?:: (?P<uuid>" + _UUID + r"):(?P<se
 _rule("sst_received", r"^WSREP: SST complete, seqno: (?P<seqno>-?\d+)",
       lambda m: {"uuid": None, "seqno": int(m.group("seqno"))})
 # Startup, bootstrap and failure
-_rule("saved_state", r"^WSREP: Found saved state: (?P<uuid>" + _UUID + r"):(?P<seqno>-?\d+), safe_to_bootstrap: (?P<safe>\d)",
+_rule("saved_state",
+      r"^WSREP: Found saved state: (?P<uuid>" + _UUID + r"):(?P<seqno>-?\d+), safe_to_bootstrap: (?P<safe>\d)",
       lambda m: {"uuid": m.group("uuid"), "seqno": int(m.group("seqno")), "safe_to_bootstrap": m.group("safe") == "1"})
-_rule("connecting", r"^WSREP: Connecting with bootstrap option: (?P<b>\d)", lambda m: {"bootstrap": m.group("b") == "1"})
+_rule("connecting", r"^WSREP: Connecting with bootstrap option: (?P<b>\d)",
+      lambda m: {"bootstrap": m.group("b") == "1"})
 _rule("recovered_position", r"^WSREP: Recovered position: (?P<uuid>" + _UUID + r"):(?P<seqno>-?\d+)",
       lambda m: {"uuid": m.group("uuid"), "seqno": int(m.group("seqno"))})
 _rule("bootstrap_refused", r"It may not be safe to bootstrap the cluster from this node")
@@ -267,7 +272,8 @@ class GaleraLogParser:
             return None
         status = (f.get("status") or "").split()[0].lower() if (f.get("status") or "").split() else None
         fields = {"status": status, "primary": status == "primary", "members": b["members"],
-                  "view_id": f.get("id"), "own_index": int(f["own_index"]) if f.get("own_index", "").lstrip("-").isdigit() else None,
+                  "view_id": f.get("id"),
+                  "own_index": int(f["own_index"]) if f.get("own_index", "").lstrip("-").isdigit() else None,
                   "source_text": "wsrep"}
         return _event(b["time"], b["level"], "view_change", fields, f"View: status {status}, members {b['members']}")
 

@@ -21,8 +21,6 @@ SECTION_TYPES = {
 _SECTION = re.compile(r"^\[\s*(?P<name>[A-Za-z_]+)(?:\s+(?P<default>default))?\s*\]\s*$", re.I)
 _PARAM = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(?P<value>.*?)\s*$")
 
-_SIZE = re.compile(r"^(?P<n>\d+)\s*(?P<unit>[KMG]?)$", re.I)
-
 
 @dataclass
 class ConfigNode:
@@ -52,7 +50,7 @@ class ConfigNode:
         v = self.get("ArbitrationRank")
         if v not in (None, ""):
             return int(v)
-        # Defaults (reference/ndb.md 5.2): management nodes 1, API/SQL nodes 0 [DOC/UNVERIFIED for API]
+        # Defaults (docs/facts.md NDB 5.2): management nodes 1, API/SQL nodes 0 [DOC/UNVERIFIED for API]
         return 1 if self.type == "MGM" else 0
 
 
@@ -174,14 +172,6 @@ def parse_config_ini(text: str) -> NdbConfig:
 
 def read_config(path: str | Path) -> NdbConfig:
     return parse_config_ini(Path(path).read_text())
-
-
-def size_bytes(v: str) -> int:
-    """``80M`` -> 83886080 (NDB size suffixes K, M, G)."""
-    m = _SIZE.match(v.strip())
-    if not m:
-        raise ValueError(f"not a size: {v!r}")
-    return int(m.group("n")) * {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}[m.group("unit").upper()]
 
 
 def replace_prefix(text: str, old_prefix: str, new_prefix: str) -> str:

@@ -2,7 +2,7 @@
 
 Pure functions over text; nothing here talks to a container. The formats are those of
 ``CommandInterpreter.cpp`` (``print_nodes``, ``print_status``, ``status_string``) as recorded in
-reference/ndb.md section 2:
+docs/facts.md NDB 2:
 
 SHOW (the first line is 9.x's; 8.0 printed ``Connected to Management Server at: localhost:1186``)::
 
@@ -43,7 +43,6 @@ STATUS_NAMES = {
     "unknown state": "UNKNOWN",
     "connected": "CONNECTED",  # print_status() of a management or API node
 }
-DATA_STATES = tuple(s for s in STATUS_NAMES if s != "connected")
 
 #: header of a SHOW section -> node type
 _TYPES = {"NDB": "NDB", "MGM": "MGM", "API": "API"}
@@ -51,7 +50,8 @@ _TYPES = {"NDB": "NDB", "MGM": "MGM", "API": "API"}
 _PROMPT = re.compile(r"^(?:ndb_mgm>\s*)+")
 # 9.x: "Connected to management server at 127.0.0.1 port 1186 (using cleartext)";
 # 8.0: "Connected to Management Server at: localhost:1186 (using cleartext)".
-_CONNECTED = re.compile(r"^Connected to management server at:?\s*(?P<host>[^\s:]+|\[[^\]]+\])(?::(?P<port1>\d+)| port (?P<port2>\d+))?"
+_CONNECTED = re.compile(r"^Connected to management server at:?\s*(?P<host>[^\s:]+|\[[^\]]+\])"
+                        r"(?::(?P<port1>\d+)| port (?P<port2>\d+))?"
                         r"(?:\s+\((?P<transport>[^)]*)\))?\s*$", re.I)
 _HEADER = re.compile(r"^\[(?P<proc>[^\]()]+)\((?P<type>NDB|MGM|API)\)\]\s+(?P<count>\d+)\s+node\(s\)\s*$")
 _ID = re.compile(r"^id=(?P<id>\d+)(?P<rest>.*)$")

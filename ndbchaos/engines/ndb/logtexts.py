@@ -1,49 +1,15 @@
-"""NDB log events: the cluster log of ndb_mgmd and the data nodes' own logs.
+"""The event texts of NDB's logs: one rule per text (kind, anchored regex, converter of the match
+to the event's fields), the kinds they produce, and the index that narrows the rules tried per
+line. ``match_text`` is what the reader (``logs``) asks of one text.
 
-Line forms (reference/ndb.md section 3):
-
-    2026-11-23T14:20:03.252145Z [MgmtSrvr] INFO     -- Node 11: Start phase 0 completed (system restart)
-                                                                                 cluster log, 9.x (UTC, microseconds)
-    2017-05-13 17:27:09 [MgmtSrvr] WARNING  -- Node 2: Node 1 missed heartbeat 2     cluster log, 8.0
-    2024-10-08 09:56:27 [ndbd] ALERT    -- Arbitration check won - node group majority  data node log
-    [ndbd] INFO     -- Node 5 disconnected in recv with errnum: 104 in state: 0       (no date)
-    ndb_mgm> Node 2: Started (version 8.4.7)                                          ndb_mgm printout
-
-In the cluster log the reporting node is the ``Node N:`` prefix that EventLogger::getText adds;
-in a data node's own log there is no prefix and the reporter is the node whose log it is (pass
-``reporter=``). Lines the management server writes about itself (``Node 1 transporter to node 11
-(id 2) disconnected``, ``Nodeid 11 allocated for NDB at ...``) carry no prefix either; their
-reporter is None unless the caller passes one.
-
-Three outcomes per line:
-
-* an event (``_RULES``: the EventLogger.cpp texts plus the plain log messages of the 9.x data
-  node and management server that carry facts a chaos report needs, checked against real
-  MySQL Cluster 9.7.2 logs in tests/unit/fixtures/ndb-9.7/);
-* a line deliberately ignored (``IGNORED``: named groups of internal progress messages, one
-  regex per topic); ``keep_other=True`` returns it as kind ``ignored`` with its ``group``;
-* anything else: ``None``, or kind ``other`` when the caller keeps unknown lines.
-
-The data node error log block (``Time:``/``Status:``/``Message:``/``Error: 2305``/... up to
-``***EOM***``) is multi-line; ``NdbLogParser`` assembles it into one ``error_report`` event.
+The texts are EventLogger.cpp's plus the plain log messages of the 9.x data node and management
+server that carry facts a chaos report needs, checked against real MySQL Cluster 9.7.2 logs in
+tests/unit/fixtures/ndb-9.7/ (docs/facts.md NDB 3).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
-from typing import Iterable, Iterator
-
-# -- line prefixes ---------------------------------------------------------------------------
-_LOG = re.compile(
-    r"^(?:(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{1,2}:\d{2}:\d{2}(?:\.\d+)?)(?P<utc>Z|[+-]\d{2}:?\d{2})?\s+)?"
-    r"\[(?P<src>MgmtSrvr|ndbd|ndbmtd|ndb_mgmd|NdbApi|[A-Za-z_]+)\]\s+"
-    r"(?P<sev>ALERT|CRITICAL|ERROR|WARNING|INFO|DEBUG|[A-Z]+)\s+--\s?(?P<msg>.*)$"
-)  # msg is right-stripped by the caller (a lazy ".*?\s*$" costs three times as much per line)
-_MGM_PRINTOUT = re.compile(
-    r"^(?:ndb_mgm>\s*)*(?:(?P<date>\d{4}-\d{2}-\d{2}) (?P<time>\d{1,2}:\d{2}:\d{2})\s+)?"
-    r"(?P<msg>Node \d+: .*?)\s*$")
-_REPORTER = re.compile(r"^Node (?P<rep>\d+): (?P<rest>.*)$")
 
 # -- event texts -------------------------------------------------------------------------------
 _VERSION = r"(?P<version>.*)"
@@ -107,7 +73,8 @@ _rule("transporter_error",
       lambda m: {"code": int(m.group("code"), 16), "error": m.group("text")})
 # StartUp category
 _rule("start_phase_completed",
-      r"Start phase (?P<phase>\d+) completed ?(?:\((?P<type>initial start|system restart|node restart|initial node restart)\)"
+      r"Start phase (?P<phase>\d+) completed ?"
+      r"(?:\((?P<type>initial start|system restart|node restart|initial node restart)\)"
       r"|\(unknown = (?P<unknown>-?\d+)\))?",
       lambda m: {"phase": int(m.group("phase")),
                  "start_type": m.group("type") or ("unknown" if m.group("unknown") is not None else None)})
@@ -118,7 +85,8 @@ _rule("find_neighbours",
 _rule("cm_regref", r"CM_REGREF from Node (?P<from>\d+) to our Node (?P<node>\d+)\. Cause = (?P<cause>.*)",
       lambda m: {"from_node": int(m.group("from")), "cause": m.group("cause")})
 _rule("cm_regconf",
-      r"CM_REGCONF president = (?P<president>\d+), own Node = (?P<node>\d+), our dynamic id = (?P<dyn>\d+)/(?P<dyn2>\d+)",
+      r"CM_REGCONF president = (?P<president>\d+), own Node = (?P<node>\d+), "
+      r"our dynamic id = (?P<dyn>\d+)/(?P<dyn2>\d+)",
       lambda m: {"president": int(m.group("president")), "dynamic_id": int(m.group("dyn"))})
 # Node restart state machine (DBDIH, every live node logs it): OLD and NEW may contain commas
 # ("Node failed, fail handling ongoing"); ",NEW=" occurs once.
@@ -274,11 +242,11 @@ _rule("mgmd_shutdown_completed", r"Shutdown complete")
 KINDS = tuple(dict.fromkeys([k for k, _, _ in _RULES] + ["error_report"]))
 
 #: kinds whose subject is the reporting node itself (no node id in the text)
-_SELF_KINDS = {"shutdown_report_failed", "start_initiated", "node_started", "start_phase_completed", "shutdown_initiated",
-               "shutdown_completed", "shutdown_aborted", "forced_shutdown", "arbitration_check_lost",
-               "arbitration_check_won", "arbitration_required", "arbitration_won", "arbitration_lost",
-               "no_arbitrator", "arbitration_external", "arbitration_failure", "arbitration_thread_restarted",
-               "gcp_takeover", "lcp_takeover",
+_SELF_KINDS = {"shutdown_report_failed", "start_initiated", "node_started", "start_phase_completed",
+               "shutdown_initiated", "shutdown_completed", "shutdown_aborted", "forced_shutdown",
+               "arbitration_check_lost", "arbitration_check_won", "arbitration_required", "arbitration_won",
+               "arbitration_lost", "no_arbitrator", "arbitration_external", "arbitration_failure",
+               "arbitration_thread_restarted", "gcp_takeover", "lcp_takeover",
                # 9.x process messages and reports about the reporter's own state
                "joined_cluster", "master_takeover_started", "lcp_started", "lcp_completed", "start_waiting",
                "start_with_nodes", "system_restart", "restart_gci", "signal_received", "overslept",
@@ -292,123 +260,6 @@ def _signal(num: str | None, name: str | None) -> dict:
     if num is not None:
         return {"signal": int(num), "signal_name": None}
     return {"signal": _SIGNALS.get(name), "signal_name": name}
-
-
-# -- lines deliberately ignored ----------------------------------------------------------------
-# Internal progress a 9.7 data node or management server writes that carries no fact the chaos
-# report uses (the facts of the same moments are events above: start phases, NR Status, node
-# failure, arbitration, LCP start/complete, restart GCI). One regex per topic, anchored at the
-# start of the text (after the "Node N:" prefix), so a reader sees what is dropped and why; the
-# event rules are tried first, so a group never hides an event. Groups are ordered by how often
-# their lines occur in a real log.
-_IGNORED_SPEC: list[tuple[str, str, list[str]]] = [
-    ("ldm_redo", "LDM (local data manager) restore, REDO log and fragment copy progress", [
-        r"LDM\(\d+\)", r"LDM instance \d+:", r"Log part: \d+ ", r"Start invalidating: Part ",
-        r"Local redo log file initialization ", r"Redo(?:PageCache|OpenFileCache): ",
-        r"Start reading LCP for table ", r"Restored LCP for table ",
-        r"Table ID = \d+, fragment ID = \d+ have been synced to Node ", r"instace: \d+ rebuild index: ",
-        r"index \d+ stats version \d+: "]),
-    ("start_phases", "start phase internals of NDBCNTR/QMGR/DIH (start_phase_completed carries the facts)", [
-        r"Start NDB start phase \d+", r"NDB start phase \d+ completed", r"Starting QMGR phase \d+",
-        r"Phase \d+ ", r"Start phase \d+ waiting \d+s for absent subscribers", r"Grant nodes to start phase",
-        r"(?:Master node|Node) \d+ have reached completion of NDB start phase", r"During cluster start/restart ",
-        r"As master we will wait ", r"NDBCNTR master accepted us into cluster", r"CNTR_START_CONF: ",
-        r"Asking master node to accept our start", r"Report to master node our state", r"Start node: \d+ using ",
-        r"We are performing (?:initial start of cluster|an? (?:initial )?node restart)", r"Not initial start$",
-        r"Node started$", r"Node group \d+\.$", r"starting$", r"DIH reported (?:normal|initial) start",
-        r"Include node protocol completed", r"Starting with m_restart_seq set to ", r"Buffering maximum epochs ",
-        r"findNeighbours from: "]),
-    ("restart_progress", "restore and recovery steps of a starting node (StartProgress, NR copy, sysfile)", [
-        r"(?:Restore Database Off-line|Bring Database On-line|Restore Database from disk|"
-        r"Restore dictionary information from disk|Request permission to start our node from master|"
-        r"Request copying of distribution and dictionary information from master|"
-        r"Copying of dictionary information from master|Schema file initialisation|"
-        r"Creating System Tables Starting|Foreign [Kk]ey enabling|"
-        r"Make On-line Database recoverable by waiting for LCP) ",
-        r"Starting to restore schema", r"Restore of schema complete", r"Restart recreating table with id = ",
-        r"Node Start completed restore of LCP id", r"Starting REDO logging", r"All start fragments sent",
-        r"Node restart (?:completed copy|starting to copy|completed copying) ",
-        r"Restart complete, updated local sysfile",
-        r"Local sysfile: ", r"Node: \d+ StartLog: "]),
-    ("node_failure_handling", "DBTC/QMGR failure-handling steps (node_failed and node_failure_* carry the facts)", [
-        r"DBTC \d+: ", r"Cleanup of node \d+ connection state triggered ", r"release_gci\("]),
-    ("lcp_internals", "local checkpoint internals and the DIH state dumped at LCP/GCP master takeover", [
-        r"\(\d+\)Starting local LCP\(", r"Adjusting disk write speed bounds ", r"LCPFragWatchdog : ",
-        r"Participating(?:DIH|LQH) = ", r"m_LCP_COMPLETE_REP_", r"m_lastLCP_COMPLETE_REP_", r"m_LAST_LCP_FRAG_ORD = ",
-        r"noOfLcpFragRepOutstanding: ", r"resending GSN_MASTER_LCPREQ", r"kk: \d+/\d+ "]),
-    ("startup_config", "data node process start: angel, configuration fetch, scheduler, READ_CONFIG/START_ORD", [
-        r"Angel (?:connected to|allocated nodeid:|pid: )", r"Normal start of data node ",
-        r"Configuration fetched from ",
-        r"Changing directory to ", r"SchedulerSpinTimer = ", r"AutomaticThreadConfig = ", r"ThreadConfig: ",
-        r"MaxNoOfTriggers set to ", r"NDBMT: ", r"NDB Cluster -- DB node \d+", r"mysql-\S+ ndb-\S+ --$",
-        r"WatchDog timer is set to ", r"Watchdog KillSwitch ", r"Number of spin loops ", r"Using StaticSpinning ",
-        r"Set wakeup latency ", r"Loading blocks for data node ", r"Starting Sending and Receiving services",
-        r"Starting the data node run-time environment", r"We are running with \d+ LDM workers ",
-        r"First START_ORD executed ", r"Received second START_ORD ", r"Disconnect all non-MGM servers",
-        r"Start excuting the start phases", r"Sending READ_CONFIG_REQ ", r"READ_CONFIG_REQ phase completed"]),
-    ("memory_config", "memory configuration and allocation at start", [
-        r"Memory Allocation for global memory pools ", r"numa_set_interleave_mask",
-        r"(?:SharedGlobalMemory|DataMemory) set to ",
-        r"(?:RedoLogBuffer|Job buffers|Send buffers|DiskPageBuffer|SchemaTransactionMemory) uses? ",
-        r"(?:Reserved part of )?TransactionMemory ", r"Calculated TransactionMemory \d+ MB replaced by setting",
-        r"No Undo log buffer used", r"QueryMemory can use ",
-        r"Ndbd_mem_manager::init", r"Touch Memory (?:Starting|Completed)", r"Adding \d+Mb to ZONE_",
-        r"pgman: page buffer entries = ", r"Allocate event buffering page chunk in SUMA"]),
-    ("suma_handover", "SUMA subscription bucket handover/takeover between nodes of a node group", [
-        r"Suma: ", r"SUMA bucket ", r"\d+/\d+ \(\d+/\d+\) switchover complete bucket ",
-        r"prepare to (?:handover|takeover) bucket",
-        r"(?:shutdown )?handover(?: takeover)?$", r"Activating bucket \d+ in SUMA", r"resend_bucket$",
-        r"SUMA (?:Start resending|Resend done for) bucket ", r"Takeover for bucket \d+ is completed",
-        r"ACK wo/ gcp record "]),
-    ("dict", "DICT locks, schema transaction recovery and index activation", [
-        r"DICT ?: ", r"(?:granting|clearing) Suma\w+ dict lock ", r"refing dict lock to \d+",
-        r"Found pending trans \(\d+\) - committing",
-        r"commit create \d+$"]),
-    ("threads", "thread creation and block-to-thread layout at start", [
-        r"Started thread, index = ", r"thr: \d+ tid: \d+ "]),
-    ("transporter", "transporter connection setup details", [
-        r"TR : Ignored connection attempt ", r"Completed setting up multiple transporters "]),
-    ("mgmd_config", "management server configuration service and its peer connections", [
-        r"Cluster configuration has multiple Management nodes", r"Got initial configuration from ",
-        r"Loaded config from ",
-        r"Id: \d+, Command port: ", r"Not requiring TLS", r"Starting initial configuration change",
-        r"Configuration \d+ commited", r"Config change completed", r"Node \d+ connected$"]),
-    ("node_id_allocation", "node id allocation steps (node_id_allocated/node_id_rejected carry the facts)", [
-        r"Alloc node id (?:for node )?\d+ succeeded"]),
-    ("api_info", "information an API node (mysqld) reports about itself", [
-        r"mysqld --server-id="]),
-    ("watchdog_detail", "CPU times the watchdog prints next to an oversleep or stuck-thread warning", [
-        r"Watchdog: User time: "]),
-    ("shutdown_steps",
-     "process shutdown steps (shutdown_completed, forced_shutdown, mgmd_shutdown_completed carry the facts)", [
-        r"Angel shutting down", r"Shutdown initiated$", r"Shutdown completed - exiting", r"Shutting down server",
-        r"The data node run-time environment has been stopped", r"Error handler shutting down system",
-        r"[A-Z]+ \(Line: \d+\) 0x[0-9a-fA-F]+$"]),
-    ("stack_trace", "stack trace a data node prints when it handles a signal", [
-        r"For help with below stacktrace consult:", r"https://dev\.mysql\.com/doc/refman/[^ ]*using-stack-trace",
-        r"Also note that stack_bottom ", r"Base address/slide: ", r"With use of addr2line",
-        r"stacktrace with the base address",
-        r"For tools that have options for slide", r"llvm-symbolizer ", r"atos -s ", r"stack_bottom = ",
-        r"#\d+ +0x[0-9a-fA-F]+ "]),
-    ("container_console", "container entrypoint banners and the management server's console-only output", [
-        r"\[Entrypoint\] ", r"WARNING: --ndb-connectstring is ignored ", r"==(?:INITIAL|CONFIRMED)==$",
-        r"MySQL Cluster Management Server \S+ \S+$", r"\*\*\* Received SIG[A-Z0-9]+\. Performing stop\. \*\*\*$"]),
-    ("error_log_header", "the header of a data node error log file", [
-        r"Current byte-offset of file-pointer is: \d+"]),
-]
-
-#: (group name, compiled regex) of the lines deliberately ignored; ``GROUP_DESCRIPTIONS`` says why
-IGNORED: list[tuple[str, re.Pattern]] = [(name, re.compile("^(?:" + "|".join(subs) + ")"))
-                                         for name, _, subs in _IGNORED_SPEC]
-GROUP_DESCRIPTIONS: dict[str, str] = {name: why for name, why, _ in _IGNORED_SPEC}
-# all groups in one regex: one C-level match per line, the group name from ``lastgroup``
-_IGNORED_ANY = re.compile("^(?:" + "|".join(f"(?P<{name}>{rx.pattern[1:]})" for name, rx in IGNORED) + ")")
-
-
-def match_ignored(msg: str) -> str | None:
-    """The ignored group of one text (after the ``Node N:`` prefix), or None."""
-    m = _IGNORED_ANY.match(msg)
-    return m.lastgroup if m else None
 
 
 # -- rule index --------------------------------------------------------------------------------
@@ -471,16 +322,6 @@ def _exit_reason(reason: str | None) -> dict:
             "status": m.group("status")}
 
 
-def _iso(date: str | None, time: str | None, utc: str | None = None) -> str | None:
-    """ISO 8601 of a log stamp, with its fraction and zone when the line has them (9.x writes
-    UTC with microseconds and ``Z``; 8.0 wrote whole seconds without a zone)."""
-    if not date or not time:
-        return None
-    h, mi, s = time.split(":")
-    zone = "" if not utc else "+00:00" if utc == "Z" else utc
-    return f"{date}T{int(h):02d}:{mi}:{s}{zone}"
-
-
 def match_text(msg: str) -> tuple[str, dict] | None:
     """The kind and fields of one event text (after the ``Node N:`` reporter prefix)."""
     for kind, pat, conv in _INDEX.get(msg[:_KEY], _WILD):
@@ -494,146 +335,3 @@ def match_text(msg: str) -> tuple[str, dict] | None:
             return kind, fields
     return None
 
-
-def parse_line(line: str, reporter: int | None = None, keep_other: bool = False) -> dict | None:
-    """One log line -> event dict, or None when it is not a recognised event (``keep_other``
-    returns a line of an ignored group as kind ``ignored`` with its ``group``, and any other
-    line as kind ``other``). Never raises on any input text."""
-    text = line.rstrip("\r\n")
-    if not text.strip():
-        return None
-    date = time = sev = utc = None
-    src = None
-    m = _LOG.match(text)
-    if m:
-        date, time, sev, msg = m.group("date"), m.group("time"), m.group("sev"), m.group("msg").rstrip()
-        utc = m.group("utc")
-        src = "cluster_log" if m.group("src") == "MgmtSrvr" else "node_log"
-    else:
-        m = _MGM_PRINTOUT.match(text)
-        if m:
-            date, time, msg = m.group("date"), m.group("time"), m.group("msg")
-            src = "mgm_client"
-        else:
-            msg = text.strip()
-    rep = reporter
-    body = msg
-    found = None
-    rm = _REPORTER.match(msg) if src and msg.startswith("Node ") else None
-    if rm:
-        # "Node 2: Node 21: API ..." has two prefixes; only the first is the reporter. In a data
-        # node's own log "Node 21: API ..." has none.
-        found = match_text(rm.group("rest"))
-        if found is not None or src != "node_log":
-            rep, body = int(rm.group("rep")), rm.group("rest")
-    if found is None:
-        found = match_text(msg)
-        if found is not None:
-            rep, body = reporter, msg
-    group = None
-    if found is None:
-        if not keep_other:
-            return None
-        group = match_ignored(body)
-        if group is None and body is not msg:
-            group = match_ignored(msg)
-            if group is not None:
-                rep, body = reporter, msg
-        kind, fields = ("other", {}) if group is None else ("ignored", {"group": group})
-    else:
-        kind, fields = found
-    node = fields.pop("node", None)
-    if node is None and kind in _SELF_KINDS:
-        node = rep
-    ev = {"time": _iso(date, time, utc), "reporter": rep, "node": node, "kind": kind}
-    ev.update(fields)
-    ev["severity"] = sev.strip() if sev else None
-    ev["source"] = src or "text"
-    ev["text"] = body if kind != "other" else text.strip()
-    return ev
-
-
-# -- the multi-line error report of a data node (ndb_<id>_error.log) --------------------------
-_ERR_KEYS = {"time": "time_text", "status": "status", "message": "message", "error": "exit_code",
-             "error data": "error_data", "error object": "error_object", "program": "program",
-             "pid": "pid", "version": "version", "trace file name": "trace_file",
-             "trace file path": "trace_file"}
-_ERR_LINE = re.compile(r"^(?P<key>Time|Status|Message|Error|Error data|Error object|Program|Pid|Version|"
-                       r"Trace file name|Trace file path):\s*(?P<value>.*?)\s*$")
-_ERR_TIME_FORMATS = ("%A %d %B %Y - %H:%M:%S", "%a %d %b %Y - %H:%M:%S", "%Y-%m-%d %H:%M:%S")
-
-
-class NdbLogParser:
-    """Line-by-line parser that also assembles data node error reports."""
-
-    def __init__(self, reporter: int | None = None, keep_other: bool = False):
-        self.reporter = reporter
-        self.keep_other = keep_other
-        self._block: dict | None = None
-        self._block_keys_seen: set[str] = set()
-        self._block_lines: list[str] = []
-
-    def feed(self, line: str) -> list[dict]:
-        out: list[dict] = []
-        s = line.rstrip("\r\n").strip()
-        m = _ERR_LINE.match(s)
-        if m:
-            key = m.group("key").lower()
-            if self._block is not None and (key == "time" or key in self._block_keys_seen):
-                out += self._flush()
-            if self._block is None:
-                self._block, self._block_keys_seen = {}, set()
-            self._block_keys_seen.add(key)
-            self._block[_ERR_KEYS[key]] = m.group("value")
-            self._block_lines.append(s)
-            return out
-        if s == "***EOM***":
-            return self._flush()
-        if self._block is not None:
-            out += self._flush()
-        ev = parse_line(line, self.reporter, self.keep_other)
-        if ev is not None:
-            out.append(ev)
-        return out
-
-    def close(self) -> list[dict]:
-        return self._flush()
-
-    def _flush(self) -> list[dict]:
-        b, self._block = self._block, None
-        lines, self._block_lines = self._block_lines, []
-        if not b or "exit_code" not in b:
-            if b and self.keep_other:
-                return [{"time": None, "reporter": self.reporter, "node": self.reporter, "kind": "other",
-                         "severity": None, "source": "error_log", "text": " | ".join(lines)}]
-            return []
-        code = b.get("exit_code", "")
-        try:
-            b["exit_code"] = int(code)
-        except ValueError:
-            b["exit_code"] = None
-        ev = {"time": _error_time(b.get("time_text")), "reporter": self.reporter, "node": self.reporter,
-              "kind": "error_report"}
-        ev.update(b)
-        ev["severity"] = None
-        ev["source"] = "error_log"
-        ev["text"] = " | ".join(lines)
-        return [ev]
-
-
-def _error_time(text: str | None) -> str | None:
-    if not text:
-        return None
-    for fmt in _ERR_TIME_FORMATS:
-        try:
-            return _dt.datetime.strptime(text.strip(), fmt).isoformat()
-        except ValueError:
-            continue
-    return None
-
-
-def parse_lines(lines: Iterable[str], reporter: int | None = None, keep_other: bool = False) -> Iterator[dict]:
-    p = NdbLogParser(reporter, keep_other)
-    for ln in lines:
-        yield from p.feed(ln)
-    yield from p.close()

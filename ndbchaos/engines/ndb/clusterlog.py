@@ -3,15 +3,16 @@
 The management node writes ``ndb_<nodeid>_cluster.log`` into its DataDir (``/var/lib/mysql`` in
 the image and in our config.ini). ``ClusterLogFollower.poll()`` reads what was appended since the
 last call (by byte offset, through ``docker exec``), keeps an incomplete last line for the next
-call, starts over when the file was replaced (rotation: another inode) or shrank, and returns the parsed events stamped with
-``t``, the run clock time of the log's wall-clock stamp (``None`` when the line has none).
+call, starts over when the file was replaced (rotation: another inode) or shrank, and returns the
+parsed events stamped with ``t``, the run clock time of the log's wall-clock stamp (``None`` when
+the line has none).
 """
 
 from __future__ import annotations
 
-from .. import runtime
-from ..events import ndb as ndb_events
-from ..events import time_to_epoch
+from ... import runtime
+from ...events import time_to_epoch
+from . import logs as ndb_events
 
 DATADIR = "/var/lib/mysql"
 

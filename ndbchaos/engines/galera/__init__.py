@@ -1,0 +1,51 @@
+"""MariaDB Galera Cluster with garbd: the engine built from Debian packages, on which this
+repository proves end to end everything outside the engine adapter.
+
+Roles: ``data`` = mariadbd (also the SQL endpoint, same container), ``arbitrator`` = garbd.
+Facts used here are in docs/facts.md (Galera) (A1 quorum, A2 status, A3 client errors,
+A4 recovery).
+
+The package: ``lifecycle`` (images, compose, start, recovery and bootstrap), ``status`` (wsrep
+status, loss and rejoin judgement), ``rules`` (timers, the quorum expectation and partition
+outcome, pure), ``logs`` (the mariadbd error log reader), ``errors`` (Galera's client errors).
+"""
+
+from __future__ import annotations
+
+from ... import topology as TP
+from ..base import Engine, Expectation
+from . import rules
+from .lifecycle import LifecycleMixin
+from .status import StatusMixin
+
+
+class GaleraEngine(LifecycleMixin, StatusMixin, Engine):
+    name = "galera"
+    table_engine = "InnoDB"
+    sql_roles = (TP.DATA,)
+    monitor_init = ("SET SESSION wsrep_sync_wait=0",)  # a status read must never block
+
+    # -- expectations -------------------------------------------------------------------------
+    def expectation(self, family: str, cluster, **kw) -> Expectation:
+        """Expected outcome of a fault family, from the quorum rule and the configured timers
+        (``rules.expectation``); ``members`` defaults to every data node and garbd."""
+        return rules.expectation(family, self.data_count(cluster.options), **kw)
+
+    def partition_outcome(self, cluster, components) -> dict:
+        """Galera quorum on a clean partition of a healthy cluster (``rules.partition_outcome``):
+        every data node and garbd votes."""
+        members = [n.name for n in cluster.topology.nodes if n.role in (TP.DATA, TP.ARBITRATOR)]
+        return rules.partition_outcome(members, components)
+
+    # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
+    GCOMM_PORT = 4567  # data nodes and garbd alike listen for gcomm here
+
+    def probe_ports(self, node) -> list[int]:
+        """gcomm first (the peer traffic a partition must cut), then SQL on data nodes."""
+        return [self.GCOMM_PORT, 3306] if node.role == TP.DATA else [self.GCOMM_PORT]
+
+    def options_from_topology(self, topology) -> dict:
+        return {"galera_data_nodes": len(topology.data_nodes)}
+
+
+__all__ = ["GaleraEngine"]

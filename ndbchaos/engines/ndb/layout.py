@@ -1,0 +1,221 @@
+"""The cluster layouts of the NDB engine: compose files, config.ini/my.cnf (rendered for another
+subnet when asked), their services, the image, the ports a fault probes, and the options that
+reproduce a running cluster's shape.
+
+Addresses are fixed because config.ini names every node's ``HostName``: last octet = 100 + node
+id in the cluster's own /24 (``LAYOUTS``' default prefix, or ``NDBCHAOS_NDB_SUBNET``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from pathlib import Path
+
+from ... import runtime
+from ... import topology as TP
+from ...errors import UsageError
+from ..base import COMPOSE_DIR
+from . import image as ndb_image
+from .config import NdbConfig, read_config, replace_prefix
+
+DEFAULT_ROOT_PASSWORD = "ndbchaos-root"
+
+LAYOUTS = {
+    # compose file, config.ini, my.cnf, default subnet prefix (first three octets of a /24)
+    "default": ("ndb.yml", "ndb/config.ini", "ndb/my.cnf", "10.213.77"),
+    "small": ("ndb-small.yml", "ndb/config-small.ini", "ndb/my-small.cnf", "10.213.78"),
+}
+
+
+def normalize_subnet(value: str) -> str:
+    """``10.1.2`` / ``10.1.2.0`` / ``10.1.2.0/24`` -> ``10.1.2`` (the first three octets of a /24)."""
+    v = value.strip()
+    m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\.0)?(?:/(\d+))?", v)
+    if not m or any(int(x) > 255 for x in m.groups()[:3]):
+        raise UsageError(f"NDBCHAOS_NDB_SUBNET={value!r}: expected the first three octets of a /24, e.g. 10.213.77")
+    if m.group(4) not in (None, "24"):
+        raise UsageError(f"NDBCHAOS_NDB_SUBNET={value!r}: only a /24 is supported")
+    return ".".join(m.groups()[:3])
+
+
+class LayoutMixin:
+    """Images, compose files and their environment, config files, services, probe ports."""
+
+    # -- images and compose ---------------------------------------------------------------
+    def image(self, options: dict) -> str:
+        """The image of this run: ``ndbchaos.engines.ndb.image.choose`` (explicit, else an official
+        image present locally, else one built from NDBCHAOS_NDB_DIST)."""
+        return ndb_image.choose(options).image
+
+    def images(self, options: dict) -> list[str]:
+        return [self.image(options)]
+
+    def ensure_images(self, options: dict) -> None:
+        """Build the image of NDBCHAOS_NDB_DIST when it is the one chosen and missing; refuse, in
+        one line, any other missing image. Never pulls."""
+        ndb_image.ensure(ndb_image.choose(options))
+
+    def layout(self, options: dict) -> str:
+        lay = (options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default").strip().lower()
+        if lay not in LAYOUTS:
+            raise UsageError(f"unknown NDB layout {lay!r} (expected {' or '.join(LAYOUTS)})")
+        return lay
+
+    def subnet(self, options: dict) -> str:
+        v = options.get("ndb_subnet") or os.environ.get("NDBCHAOS_NDB_SUBNET")
+        return normalize_subnet(v) if v else LAYOUTS[self.layout(options)][3]
+
+    def config_files(self, options: dict) -> tuple[Path, Path]:
+        """(config.ini, my.cnf) in use: the shipped files, or copies rendered for another subnet."""
+        _, ini, cnf, default_net = LAYOUTS[self.layout(options)]
+        ini_p, cnf_p = COMPOSE_DIR / ini, COMPOSE_DIR / cnf
+        net = self.subnet(options)
+        if net == default_net:
+            return ini_p, cnf_p
+        out = []
+        for src in (ini_p, cnf_p):
+            text = replace_prefix(src.read_text(), default_net, net)
+            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            dst = runtime.TOOLS_DIR.parent / "ndb" / f"{src.stem}-{net}-{digest}{src.suffix}"
+            if not dst.exists():
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                tmp = dst.with_suffix(dst.suffix + ".tmp")
+                tmp.write_text(text)
+                tmp.replace(dst)
+            out.append(dst)
+        return out[0], out[1]
+
+    def config(self, options: dict) -> NdbConfig:
+        return read_config(self.config_files(options)[0])
+
+    def root_password(self, options: dict) -> str:
+        return options.get("ndb_root_password") or os.environ.get("NDBCHAOS_NDB_ROOT_PASSWORD") or DEFAULT_ROOT_PASSWORD
+
+    def compose_files(self, options: dict) -> list[Path]:
+        return [COMPOSE_DIR / LAYOUTS[self.layout(options)][0]] + [Path(p) for p in options.get("overlays", [])]
+
+    def compose_env(self, options: dict) -> dict[str, str]:
+        ini, cnf = self.config_files(options)
+        env = {
+            "NDBCHAOS_NDB_IMAGE": self.image(options),
+            "NDBCHAOS_NDB_SUBNET": self.subnet(options),
+            "NDBCHAOS_NDB_CONFIG": str(ini),
+            "NDBCHAOS_NDB_MYCNF": str(cnf),
+            "NDBCHAOS_NDB_ROOT_PASSWORD": self.root_password(options),
+        }
+        for k, v in (options.get("ports") or {}).items():
+            env[f"NDBCHAOS_PORT_{k.upper()}"] = str(v)
+        return env
+
+    def compose_profiles(self, options: dict) -> list[str]:
+        return []
+
+    def services(self, options: dict) -> dict[str, list[str]]:
+        """role -> compose service names of the layout, in node id order."""
+        import yaml
+        doc = yaml.safe_load(self.compose_files(options)[0].read_text())
+        out: dict[str, list[tuple[int, str]]] = {}
+        for name, svc in (doc.get("services") or {}).items():
+            labels = svc.get("labels") or {}
+            role = labels.get(TP.ROLE)
+            nid = int(labels.get(TP.NODEID) or 0)
+            out.setdefault(role, []).append((nid, name))
+        return {r: [n for _, n in sorted(v)] for r, v in out.items()}
+
+    def _overlay_services(self, options: dict) -> list[str]:
+        """Services the overlay compose files add (e.g. toxiproxy), in file order."""
+        import yaml
+        out: list[str] = []
+        for p in self.compose_files(options)[1:]:
+            doc = yaml.safe_load(Path(p).read_text()) or {}
+            out += [name for name in (doc.get("services") or {}) if name not in out]
+        return out
+
+    def expected_members(self, cluster) -> int:
+        """Data nodes of the layout: what ndbinfo.nodes must list."""
+        return len(self.config(cluster.options).data_nodes)
+
+    # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
+    #: ndb_mgmd's PortNumber default (8.4 manual; docs/facts.md NDB 1.1: the image EXPOSEs 1186)
+    MGM_PORT_DEFAULT = 1186
+    #: the conventional data node ServerPort (ndb.md 1.1: the image EXPOSEs 2202); used only when
+    #: config.ini sets none (then the port is allocated dynamically and this one answers "refused",
+    #: which a probe still counts as reachable)
+    SERVER_PORT_DEFAULT = 2202
+
+    def _config_node(self, node: TP.Node):
+        """The config.ini section of ``node`` (by node id and type), searching the layout in use
+        (NDBCHAOS_NDB_LAYOUT, else default) first, then the other layouts. Ports do not depend on
+        the subnet, so the shipped files are read as they are. (config node, its NdbConfig)."""
+        want = {TP.MGM: "MGM", TP.DATA: "NDB", TP.SQL: "API"}.get(node.role)
+        try:
+            first = self.layout({})
+        except UsageError:
+            first = "default"
+        cache = self._shipped_cfg
+        for lay in [first] + [x for x in LAYOUTS if x != first]:
+            cfg = cache.get(lay)
+            if cfg is None:
+                cfg = cache[lay] = read_config(COMPOSE_DIR / LAYOUTS[lay][1])
+            if node.nodeid is not None:
+                cn = cfg.node(node.nodeid)
+                if cn is not None and cn.type == want:
+                    return cn, cfg
+        return None, cache[first]
+
+    def probe_ports(self, node) -> list[int]:
+        """Peer-facing port first (``faults/partition.py`` verifies a partition with a connect to ports[0]):
+
+        * management node: its ``PortNumber`` in config.ini (default 1186): data, SQL and the other
+          management node connect there;
+        * data node: its ``ServerPort`` in config.ini (2202 in ours, set in [ndbd default]): the
+          transporter port other data nodes and API/SQL nodes connect to;
+        * SQL node: the MySQL port 3306. A mysqld opens no NDB port of its own (it connects out to
+          1186 and the data nodes' ServerPort), so 3306 is the only port a peer can probe.
+        Only ports the process listens on are listed: probing a port nobody listens on answers
+        "refused", which the probe counts as reachable and would prove nothing about the path.
+        """
+        cn, cfg = self._config_node(node)
+        if node.role == TP.MGM:
+            v = (cn.get("PortNumber") if cn is not None else None) or cfg.defaults.get("MGM", {}).get("portnumber")
+            return [int(v) if v else self.MGM_PORT_DEFAULT]
+        if node.role == TP.DATA:
+            v = (cn.get("ServerPort") if cn is not None else None) or cfg.data_param("ServerPort")
+            return [int(v) if v else self.SERVER_PORT_DEFAULT]
+        if node.role == TP.SQL:
+            return [self.sql_private_port]
+        raise UsageError(f"{node.name}: role {node.role!r} is not a node of an NDB cluster (no port to probe)")
+
+    def options_from_topology(self, topology) -> dict:
+        """The options of the layout whose config.ini has exactly the topology's data node ids
+        (default 11-14, small 2-3; management and SQL node ids must belong to it too), plus
+        ``ndb_subnet`` when the nodes' addresses ("last octet = 100 + NodeId") are on another /24
+        than the layout's default. Raises UsageError for a shape no layout has."""
+        labelled = {(n.role, n.nodeid) for n in topology.nodes if n.role in (TP.MGM, TP.DATA, TP.SQL)}
+        data_ids = {i for r, i in labelled if r == TP.DATA}
+        if not data_ids or None in data_ids:
+            raise UsageError(f"project {topology.project}: no data nodes with an {TP.NODEID} label; "
+                             "cannot tell the NDB layout")
+        kind = {"MGM": TP.MGM, "NDB": TP.DATA, "API": TP.SQL}
+        found = None
+        for lay, (_, ini, _, net) in LAYOUTS.items():
+            cfg = read_config(COMPOSE_DIR / ini)
+            ids = {(kind[c.type], c.node_id) for c in cfg.nodes}
+            if {c.node_id for c in cfg.data_nodes} == data_ids and labelled <= ids:
+                found = (lay, net)
+                break
+        if found is None:
+            raise UsageError(f"project {topology.project}: node ids {sorted((r, i) for r, i in labelled)} match no "
+                             f"NDB layout ({', '.join(LAYOUTS)})")
+        lay, default_net = found
+        opts: dict = {"ndb_layout": lay}
+        prefixes = {n.ip.rsplit(".", 1)[0] for n in topology.nodes
+                    if n.ip and n.nodeid is not None and n.role in (TP.MGM, TP.DATA, TP.SQL)
+                    and n.ip.rsplit(".", 1)[-1] == str(100 + n.nodeid)}
+        if len(prefixes) == 1:
+            net = prefixes.pop()
+            if net != default_net:
+                opts["ndb_subnet"] = normalize_subnet(net)
+        return opts
