@@ -36,7 +36,8 @@ def _sigterm(signum, frame):
 
 
 def run(args) -> int:
-    from ..bench import TESTS, BenchConfig, run_bench
+    from ..bench.config import TESTS, BenchConfig
+    from ..bench.load import run_bench
     from ..errors import UsageError
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     bad = [t for t in tests if t not in TESTS]

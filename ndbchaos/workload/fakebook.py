@@ -1,6 +1,6 @@
 """fakebook: the social-network read mix of a published MySQL Cluster load test.
 
-Media University Stuttgart, MySQL Cluster 7.1, 2012 (reference/field-tests.md section 2): users,
+Media University Stuttgart, MySQL Cluster 7.1, 2012 (docs/facts.md Field tests 2): users,
 friend relations, messages, status updates ("notification") and comments; requests split 70 %
 "latest 10 status updates of a user", 25 % "a message conversation between two users", 4 % "a
 user's friends", 1 % "login / user data". This workload keeps that read mix and adds a
@@ -54,7 +54,7 @@ import random
 
 from . import register
 from .base import Workload, bulk_insert
-from .oltp import FastSQL, Stmt
+from .fastsql import FastSQL, Stmt
 
 READS = ("status", "conversation", "friends", "login")
 WRITES = ("post_status", "send_message", "comment", "add_friend")

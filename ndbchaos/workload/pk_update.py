@@ -1,5 +1,5 @@
 """pk_update: the single-row update by primary key of a published MySQL Cluster benchmark
-(over 120,000 updates/s on two data nodes, reference/field-tests.md section 3):
+(over 120,000 updates/s on two data nodes, docs/facts.md Field tests 3):
 
     t1 (id BIGINT AUTO_INCREMENT PK, data1 VARCHAR(512), data2 VARCHAR(512))
     UPDATE t1 SET data1=<64 bytes> WHERE id=<random>        -- no batching

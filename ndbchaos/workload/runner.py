@@ -23,12 +23,11 @@ from dataclasses import dataclass, field
 
 from ..classify import classify, outcome
 from ..clock import RunClock
-from ..history import History, Recorder
+from ..history import FINAL_PROCESS, History, Recorder
 from ..sqlconn import connect, error_fields
+from ..waiting import wait_until
 
 log = logging.getLogger("ndbchaos")
-
-FINAL_PROCESS = 1_000_000  # process id of the final reads
 
 
 @dataclass
@@ -226,13 +225,8 @@ class WorkloadRunner:
 
     def wait_ok(self, node: str, after: float, timeout: float) -> float | None:
         """Wait until an op on ``node`` succeeds after run time ``after``; return that time."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            t = self.last_ok(node)
-            if t > after:
-                return t
-            time.sleep(0.05)
-        return None
+        found = wait_until(lambda: (t,) if (t := self.last_ok(node)) > after else None, timeout, poll=0.05)
+        return found[0] if found else None
 
     def stop(self, timeout: float | None = None) -> History:
         """Stop the load and return the merged history (without final reads)."""

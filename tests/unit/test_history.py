@@ -93,7 +93,8 @@ def test_jsonl_round_trip_plain_and_gzip(tmp_path):
         h.write_jsonl(p)
         h2 = History.read_jsonl(p)
         assert (h2.workload, h2.params) == (h.workload, h.params)
-        assert ops_of(h2) == [(p_, f, v, t, round(s, 6), round(e, 6), n, err) for p_, f, v, t, s, e, n, err in ops_of(h)]
+        assert ops_of(h2) == [(p_, f, v, t, round(s, 6), round(e, 6), n, err)
+                              for p_, f, v, t, s, e, n, err in ops_of(h)]
     # gzip is detected by magic bytes, not by name
     raw = (tmp_path / "h.jsonl.gz").read_bytes()
     (tmp_path / "plain-name.jsonl").write_bytes(raw)

@@ -7,7 +7,10 @@ import os
 
 import pytest
 
-from ndbchaos import bench as B
+from ndbchaos.bench import config as B
+from ndbchaos.bench import load as L
+from ndbchaos.bench import meter as M
+from ndbchaos.bench import sysbench as S
 from ndbchaos.cli import main
 from ndbchaos.errors import NdbChaosError, UsageError
 from ndbchaos.workload.runner import Endpoint
@@ -28,16 +31,16 @@ def test_split_threads():
 
 def test_sysbench_command_matches_our_side():
     cfg = B.BenchConfig(threads=6, table_size=5000)
-    cmd = B.sysbench_cmd("/usr/bin/sysbench", "update_pk", Endpoint("data1", 32001), cfg, 11.2)
+    cmd = S.sysbench_cmd("/usr/bin/sysbench", "update_pk", Endpoint("data1", 32001), cfg, 11.2)
     assert cmd[:2] == ["/usr/bin/sysbench", "oltp_update_non_index"] and cmd[-1] == "run"
     for opt in ("--mysql-port=32001", "--mysql-host=127.0.0.1", "--threads=6", "--table-size=5000",
                 "--tables=1", "--time=12", "--rand-type=uniform", "--mysql-db=ndbchaos"):
         assert opt in cmd
-    assert B.sysbench_cmd("sb", "point_select", Endpoint("a", 1), cfg, 3)[1] == "oltp_point_select"
+    assert S.sysbench_cmd("sb", "point_select", Endpoint("a", 1), cfg, 3)[1] == "oltp_point_select"
     # our workloads for the same tests run the same statements
     from ndbchaos.workload import get_workload
     for test, (script, ours, counter) in B.TESTS.items():
-        assert script == ours and counter in B.COUNTERS
+        assert script == ours and counter in M.COUNTERS
         assert get_workload(ours).params["ps"] is True  # prepared statements, as sysbench's default
 
 
@@ -51,7 +54,7 @@ def test_summary_arithmetic():
         S("sysbench", "point_select", 1000.0, 10, 1000.0, 0, {"client": 27.0, "server": 77.0}),
         S("ours-norec", "point_select", 1050.0, 10, None, 0, {"client": 50.0, "server": 80.0}),
     ]
-    s = B.summarize(samples, ("point_select",))["point_select"]
+    s = L.summarize(samples, ("point_select",))["point_select"]
     assert s["ours"] == 1000 and s["sysbench"] == 1000 and s["ours-norec"] == 1000
     assert s["ratios"] == [pytest.approx(0.9), pytest.approx(1.1)] and s["ratio"] == pytest.approx(1.0)
     assert s["recording_overhead"] == pytest.approx(((1 - 900 / 950) + (1 - 1100 / 1050)) / 2)
@@ -72,7 +75,7 @@ def test_summary_with_ab_runs_and_split():
         S("ours", "update_pk", 1100.0, 10, 1100.0, 0, {"client": 61.0, "server": 700.0, "proxy": 90.0}),
         S("ab", "update_pk", 1000.0, 10, 1000.0, 0, {"client": 60.0, "client_rec": 62.0}),
     ]
-    s = B.summarize(samples, ("update_pk",))["update_pk"]
+    s = L.summarize(samples, ("update_pk",))["update_pk"]
     assert s["overhead_method"] == "A/B"
     assert s["overheads"] == [pytest.approx(0.02), pytest.approx(0.0)]
     assert s["recording_overhead"] == pytest.approx(0.01)
@@ -86,31 +89,31 @@ def test_summary_with_ab_runs_and_split():
 
 
 def test_missing_sysbench_is_one_line_error(monkeypatch):
-    monkeypatch.setattr(B.shutil, "which", lambda name: None)
-    monkeypatch.setattr(B.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(S.shutil, "which", lambda name: None)
+    monkeypatch.setattr(S.os, "geteuid", lambda: 1000)
     with pytest.raises(NdbChaosError) as e:
-        B.ensure_sysbench()
+        S.ensure_sysbench()
     assert "sysbench is not installed" in str(e.value) and "\n" not in str(e.value)
 
 
 def test_missing_sysbench_installed_as_root(monkeypatch):
     calls = []
     found = iter([None, "/usr/bin/sysbench"])
-    monkeypatch.setattr(B.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else next(found))
-    monkeypatch.setattr(B.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(S.shutil, "which", lambda name: "/usr/bin/apt-get" if name == "apt-get" else next(found))
+    monkeypatch.setattr(S.os, "geteuid", lambda: 0)
 
     class R:
         returncode, stdout, stderr = 0, "", ""
 
-    monkeypatch.setattr(B.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or R())
-    assert B.ensure_sysbench() == "/usr/bin/sysbench"
+    monkeypatch.setattr(S.subprocess, "run", lambda cmd, **kw: calls.append(cmd) or R())
+    assert S.ensure_sysbench() == "/usr/bin/sysbench"
     assert calls == [["apt-get", "install", "-y", "-q", "sysbench"]]
 
 
 def test_proc_cpu_and_proxy_lookup():
-    assert B.proc_cpu([os.getpid()]) >= 0
-    assert B.proc_cpu([2**30]) == 0  # a pid that does not exist counts nothing
-    assert isinstance(B.docker_proxy_pids(1), list)
+    assert M.proc_cpu([os.getpid()]) >= 0
+    assert M.proc_cpu([2**30]) == 0  # a pid that does not exist counts nothing
+    assert isinstance(M.docker_proxy_pids(1), list)
 
 
 def test_cli_usage_errors(capsys):

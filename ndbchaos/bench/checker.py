@@ -1,9 +1,9 @@
 """Benchmarks of the history and the checkers on a synthetic ledger history.
 
-    from ndbchaos.checks.bench import bench_checker
+    from ndbchaos.bench.checker import bench_checker
     bench_checker(1_000_000)   # {"check_s": ..., "check_peak_mb": ..., ...}
 
-or ``python -m ndbchaos.checks.bench [N] [--parse]``.
+or ``python -m ndbchaos.bench.checker [N] [--parse]``.
 
 Memory is measured with ``tracemalloc`` (peak of traced allocations, Python objects and numpy
 buffers, while ``check_history`` runs, in a second run so tracing does not slow the timed one);
@@ -54,7 +54,8 @@ def synthetic_ledger(n_ops: int = 1_000_000, processes: int = 32, rate: float = 
     proc = rng.integers(0, processes, n_ins)
     names = ("sql1", "sql2", "sql3")
     types = ("ok", "fail", "info")
-    e_fail = ErrorInfo(1297, 4010, "temporary", "Got temporary error 4010 'Node failure caused abort of transaction' from NDBCLUSTER")
+    e_fail = ErrorInfo(1297, 4010, "temporary",
+                       "Got temporary error 4010 'Node failure caused abort of transaction' from NDBCLUSTER")
     e_info = ErrorInfo(2013, None, "unknown", "Lost connection to MySQL server during query")
 
     recs = [Recorder() for _ in range(processes)]
@@ -147,7 +148,7 @@ def bench_checker(n_ops: int = 1_000_000, record: bool = True) -> dict:
     Returns ``check_s`` (wall seconds of ``check_history``, best of two), ``check_peak_mb``
     (tracemalloc peak during a third, traced run), the verdict's headline, and with ``record``
     the ``Recorder.record`` cost in ns/op (measured first, on a small heap)."""
-    from . import check_history
+    from ..checks import check_history
     out_record = bench_record() if record else {}
     t0 = time.perf_counter()
     h, windows = synthetic_ledger(n_ops)

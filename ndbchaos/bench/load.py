@@ -7,7 +7,7 @@ Two tests, each a single statement per operation on sysbench's ``sbtest1`` table
   ``oltp_point_select`` workload);
 - ``update_pk``: ``UPDATE sbtest1 SET c=? WHERE id=?`` (sysbench ``oltp_update_non_index``, our
   ``oltp_update_non_index``). The non-index update is the update by primary key of the published
-  MySQL Cluster benchmark (reference/field-tests.md section 3: a non-indexed column, found by PK,
+  MySQL Cluster benchmark (docs/facts.md Field tests 3: a non-indexed column, found by PK,
   no batching); ``oltp_update_index`` updates ``k``, which also maintains the secondary index
   ``k_1`` and so measures index maintenance as well.
 
@@ -24,206 +24,24 @@ from __future__ import annotations
 import logging
 import math
 import os
-import re
-import shutil
 import statistics
-import subprocess
 import time
-from dataclasses import dataclass, field
 
-from .errors import NdbChaosError, UsageError
+from ..errors import NdbChaosError, UsageError
+from ..waiting import wait_until
+from .config import TESTS, BenchConfig, Sample, ab_split, split_threads
+from .meter import Counters, Meter, container_pids, docker_proxy_pids, loadavg
+from .sysbench import ensure_sysbench, run_sysbench, sysbench_version
 
 log = logging.getLogger("ndbchaos")
 
-TESTS = {
-    # name: (sysbench script, our workload, server counter)
-    "point_select": ("oltp_point_select", "oltp_point_select", "Com_select"),
-    "update_pk": ("oltp_update_non_index", "oltp_update_non_index", "Com_update"),
-}
-COUNTERS = ("Com_select", "Com_update", "Questions")
-CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-@dataclass
-class BenchConfig:
-    seconds: float = 10.0
-    threads: int = 4
-    rounds: int = 3
-    warmup: float = 3.0
-    processes: int | None = None  # our worker processes (None: auto)
-    table_size: int = 10000
-    project: str | None = None
-    keep: bool = False
-    settle: float = 1.0  # seconds between "all clients running" and the window's start
-    checker_ops: int = 1_000_000
-    tests: tuple[str, ...] = ("point_select", "update_pk")
-
-
-@dataclass
-class Sample:
-    client: str  # "ours" | "ours-norec" | "sysbench"
-    test: str
-    rate: float  # statements/s counted by the server in the window
-    window: float
-    client_rate: float | None = None  # the client's own count (ok ops/s), when it has one
-    errors: int = 0
-    cpu_us: dict = field(default_factory=dict)  # CPU microseconds per statement, by part
-
-
 # -- helpers -------------------------------------------------------------------------------------
-
-def split_threads(threads: int, processes: int | None = None, cores: int | None = None) -> tuple[int, int]:
-    """(processes, connections per process) for ``threads`` connections in total.
-
-    Default: as many processes as cores (the GIL lets one process use one core), each with an
-    equal share of the connections; ``processes`` must divide ``threads``."""
-    if threads < 1:
-        raise UsageError("--threads must be at least 1")
-    if processes is not None:
-        if processes < 1 or threads % processes:
-            raise UsageError(f"--processes {processes} must divide --threads {threads}")
-        return processes, threads // processes
-    cores = cores or os.cpu_count() or 1
-    p = max(d for d in range(1, min(threads, cores) + 1) if threads % d == 0)
-    return p, threads // p
-
-
-def ensure_sysbench() -> str:
-    """The sysbench binary; installed with apt-get when missing and we are root, else an error."""
-    path = shutil.which("sysbench")
-    if path:
-        return path
-    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
-    if not is_root or not shutil.which("apt-get"):
-        raise NdbChaosError("sysbench is not installed; install it (Debian/Ubuntu: apt-get install sysbench) and retry")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    r = subprocess.run(["apt-get", "install", "-y", "-q", "sysbench"], env=env, capture_output=True, text=True)
-    if r.returncode != 0:
-        subprocess.run(["apt-get", "update", "-q"], env=env, capture_output=True, text=True)
-        r = subprocess.run(["apt-get", "install", "-y", "-q", "sysbench"], env=env, capture_output=True, text=True)
-    path = shutil.which("sysbench")
-    if r.returncode != 0 or not path:
-        last = (r.stderr or r.stdout).strip().splitlines()[-1:] or ["no output"]
-        raise NdbChaosError(f"sysbench is not installed and apt-get install sysbench failed: {last[0]}")
-    return path
-
-
-def sysbench_version(path: str) -> str:
-    try:
-        return subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
-    except Exception:
-        return "sysbench (version unknown)"
-
-
-def proc_cpu(pids) -> float:
-    """CPU seconds (user + system) used so far by these processes (all their threads)."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                parts = fh.read().rsplit(")", 1)[1].split()
-            total += int(parts[11]) + int(parts[12])  # utime, stime (fields 14, 15)
-        except (OSError, IndexError, ValueError):
-            pass
-    return total / CLK_TCK
-
-
-def docker_proxy_pids(port: int) -> list[int]:
-    """The docker-proxy processes that publish ``port`` (none when the userland proxy is off)."""
-    out = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return out
-    needle = f"-host-port\0{port}\0".encode()
-    for e in entries:
-        if not e.isdigit():
-            continue
-        try:
-            with open(f"/proc/{e}/cmdline", "rb") as fh:
-                cmd = fh.read()
-        except OSError:
-            continue
-        if cmd.startswith(b"/usr/bin/docker-proxy") or b"docker-proxy\0" in cmd[:80]:
-            if needle in cmd:
-                out.append(int(e))
-    return out
-
-
-def container_pids(project: str) -> list[int]:
-    from . import runtime
-    pids = []
-    for c in runtime.project_containers(project):
-        try:
-            c.reload()
-            pid = int(c.attrs.get("State", {}).get("Pid") or 0)
-        except Exception:
-            pid = 0
-        if pid > 0:
-            pids.append(pid)
-    return pids
-
-
-def loadavg() -> str:
-    try:
-        return " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
-class Counters:
-    """Reads the SQL node's statement counters over one connection of its own."""
-
-    def __init__(self, port: int):
-        from .sqlconn import connect
-        self.conn = connect(port, "chaos", "chaos", "ndbchaos", read_timeout=30, write_timeout=30)
-        self.sql = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
-                    + ",".join(f"'{c}'" for c in COUNTERS) + ")")
-
-    def read(self) -> tuple[float, dict]:
-        cur = self.conn.cursor()
-        t0 = time.monotonic()
-        cur.execute(self.sql)
-        rows = cur.fetchall()
-        t1 = time.monotonic()
-        cur.close()
-        return (t0 + t1) / 2, {k: int(v) for k, v in rows}
-
-    def close(self):
-        try:
-            self.conn.close()
-        except Exception:
-            pass
-
-
-class Meter:
-    """One measuring window: server counters and CPU of the parts, at open and at close."""
-
-    def __init__(self, counters: Counters, parts: dict[str, list[int]]):
-        self.counters, self.parts = counters, parts
-
-    def open(self):
-        self.cpu0 = {k: proc_cpu(p) for k, p in self.parts.items()}
-        self.t0, self.c0 = self.counters.read()
-
-    def close(self, counter: str) -> tuple[float, float, dict]:
-        t1, c1 = self.counters.read()
-        cpu1 = {k: proc_cpu(p) for k, p in self.parts.items()}
-        window = t1 - self.t0
-        n = c1[counter] - self.c0[counter]
-        self.t1, self.n = t1, n
-        self.cpu_s = {k: cpu1[k] - self.cpu0[k] for k in self.parts}  # CPU seconds in the window
-        cpu = {k: v * 1e6 / n if n > 0 else None for k, v in self.cpu_s.items()}
-        return n / window, window, cpu
-
-
-# -- one run of each client ----------------------------------------------------------------------
 
 def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict, record: bool,
              seconds: float, seed: int = 0, params: dict | None = None) -> Sample:
-    from .clock import RunClock
-    from .workload import get_workload
-    from .workload.runner import ClientOptions, WorkloadRunner
+    from ..clock import RunClock
+    from ..workload import get_workload
+    from ..workload.runner import ClientOptions, WorkloadRunner
     _sb, wl_name, counter = TESTS[test]
     procs, conns = split_threads(cfg.threads, cfg.processes)
     wl = get_workload(wl_name, **{"table_size": cfg.table_size, "create": False, **(params or {})})
@@ -232,11 +50,9 @@ def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: d
                             options=ClientOptions(engine="galera", record=record, seed=seed))
     try:
         runner.start()
-        deadline = time.monotonic() + 60
-        while runner.last_ok(ep.node) < 0:
-            if time.monotonic() > deadline or not any(p.is_alive() for p in runner._procs):
-                raise NdbChaosError(f"our {wl_name} load made no successful operation on {ep.node} within 60 s")
-            time.sleep(0.05)
+        wait_until(lambda: runner.last_ok(ep.node) >= 0 or not any(p.is_alive() for p in runner._procs), 60)
+        if runner.last_ok(ep.node) < 0:
+            raise NdbChaosError(f"our {wl_name} load made no successful operation on {ep.node} within 60 s")
         time.sleep(cfg.settle)  # every connection is up (spawned processes connect within this)
         meter = Meter(counters, {"client": [p.pid for p in runner._procs], **server_pids})
         meter.open()
@@ -263,17 +79,6 @@ def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: d
     return Sample("ours" if record else "ours-norec", test, rate, window, client_rate, errors, cpu)
 
 
-def ab_split(threads: int, processes: int | None = None) -> tuple[int, int] | None:
-    """(processes, connections) of each half of a recording A/B run, or None when the
-    connections cannot be split into two equal halves of whole processes."""
-    procs, conns = split_threads(threads, processes)
-    if procs % 2 == 0:
-        return procs // 2, conns
-    if procs == 1 and conns % 2 == 0:
-        return 1, conns // 2
-    return None
-
-
 def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict,
                      seconds: float, seed: int = 0) -> Sample:
     """Ours with and without per-op recording at the same time, half of the connections each.
@@ -283,9 +88,9 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
     counts every statement in the window; the recording half's own history says how many were
     its own; the rest are the other half's. ``rate`` is the non-recording half's statements/s,
     scaled to all connections; ``client_rate`` the recording half's, scaled the same way."""
-    from .clock import RunClock
-    from .workload import get_workload
-    from .workload.runner import ClientOptions, WorkloadRunner
+    from ..clock import RunClock
+    from ..workload import get_workload
+    from ..workload.runner import ClientOptions, WorkloadRunner
     _sb, wl_name, counter = TESTS[test]
     split = ab_split(cfg.threads, cfg.processes)
     if split is None:
@@ -302,11 +107,8 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
     try:
         for r in runners.values():
             r.start()
-        deadline = time.monotonic() + 60
-        while any(r.last_ok(ep.node) < 0 for r in runners.values()):
-            if time.monotonic() > deadline:
-                raise NdbChaosError(f"our {wl_name} load made no successful operation on {ep.node} within 60 s")
-            time.sleep(0.05)
+        wait_until(lambda: all(r.last_ok(ep.node) >= 0 for r in runners.values()), 60, on_timeout=lambda: NdbChaosError(
+            f"our {wl_name} load made no successful operation on {ep.node} within 60 s"))
         time.sleep(cfg.settle)
         meter = Meter(counters, {"rec": [p.pid for p in runners[True]._procs],
                                  "norec": [p.pid for p in runners[False]._procs], **server_pids})
@@ -337,56 +139,6 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
     return sample
 
 
-_SB_QUERIES = re.compile(r"queries:\s+(\d+)\s+\(([\d.]+) per sec")
-_SB_ERRORS = re.compile(r"ignored errors:\s+(\d+)")
-
-
-def sysbench_cmd(path: str, test: str, ep, cfg: BenchConfig, seconds: float) -> list[str]:
-    script = TESTS[test][0]
-    return [path, script, "--db-driver=mysql", "--mysql-host=127.0.0.1", f"--mysql-port={ep.port}",
-            "--mysql-user=chaos", "--mysql-password=chaos", "--mysql-db=ndbchaos",
-            "--tables=1", f"--table-size={cfg.table_size}", f"--threads={cfg.threads}",
-            f"--time={int(math.ceil(seconds))}", "--rand-type=uniform", "--report-interval=0", "run"]
-
-
-def run_sysbench(path: str, test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict,
-                 seconds: float) -> Sample:
-    counter = TESTS[test][2]
-    total = cfg.settle + seconds + 1.0
-    proc = subprocess.Popen(sysbench_cmd(path, test, ep, cfg, total), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    try:
-        time.sleep(cfg.settle)  # sysbench connects every thread before its first event
-        if proc.poll() is not None:
-            out = proc.stdout.read()
-            raise NdbChaosError(f"sysbench exited early: {_last_line(out)}")
-        meter = Meter(counters, {"client": [proc.pid], **server_pids})
-        meter.open()
-        time.sleep(seconds)
-        rate, window, cpu = meter.close(counter)
-        out, _ = proc.communicate(timeout=total + 30)
-    except BaseException:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        raise
-    if proc.returncode != 0:
-        raise NdbChaosError(f"sysbench failed (exit {proc.returncode}): {_last_line(out)}")
-    m = _SB_QUERIES.search(out)
-    e = _SB_ERRORS.search(out)
-    return Sample("sysbench", test, rate, window, float(m.group(2)) if m else None,
-                  int(e.group(1)) if e else 0, cpu)
-
-
-def _last_line(out: str) -> str:
-    lines = [x for x in (out or "").strip().splitlines() if x.strip()]
-    return lines[-1] if lines else "no output"
-
-
 # -- the whole bench -----------------------------------------------------------------------------
 
 def _fmt_cpu(cpu: dict) -> str:
@@ -402,10 +154,10 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
     """Run the whole bench; print progress and the figures through ``out``; return them."""
     import mysql.connector
 
-    from .cluster import Cluster
-    from .engines import get_engine
-    from .workload import get_workload
-    from .workload.runner import Endpoint
+    from ..cluster import Cluster
+    from ..engines import get_engine
+    from ..workload import get_workload
+    from ..workload.runner import Endpoint
 
     if cfg.seconds <= 0 or cfg.rounds < 1:
         raise UsageError("--seconds must be positive and --rounds at least 1")
@@ -434,8 +186,8 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
             f"(ours: {procs} process(es) x {conns} thread(s)); {cfg.seconds:g} s windows, {cfg.rounds} round(s), "
             f"warm-up {cfg.warmup:g} s; sbtest1 with {cfg.table_size} rows")
         # the table, identical to sysbench's (explicit ids 1..table_size)
-        from .clock import RunClock
-        from .workload.runner import WorkloadRunner
+        from ..clock import RunClock
+        from ..workload.runner import WorkloadRunner
         WorkloadRunner(get_workload("oltp", table_size=cfg.table_size), [ep], RunClock()).setup(ep, "InnoDB")
         counters = Counters(ep.port)
         server = {"server": container_pids(cluster.project)}
@@ -566,9 +318,9 @@ def summarize(samples: list[Sample], tests) -> dict:
 
 def checker_figure(n_ops: int, out=print) -> dict | None:
     try:
-        from .checks.bench import bench_checker
+        from .checker import bench_checker
     except ImportError as e:
-        out(f"checker_{n_ops}_ops: not measured (ndbchaos.checks.bench is not available: {e})")
+        out(f"checker_{n_ops}_ops: not measured (ndbchaos.bench.checker is not available: {e})")
         return None
     res = bench_checker(n_ops)
     out(f"checker_{n_ops}_ops seconds={res.get('check_s')} peak_mb={res.get('check_peak_mb')} "
