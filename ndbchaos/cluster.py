@@ -1,8 +1,9 @@
 """The cluster handle: bring a containerized cluster up, find its nodes by label, judge its
 health, reset it between scenarios and tear it down.
 
-One handle serves a whole pytest session. Every fault injected through it is registered here, so
-``reset()`` and ``down()`` heal whatever is still open on any path out.
+One handle serves a whole pytest session. Its journal (``ndbchaos.journal.Journal``) keeps the
+framework's events and every fault injected into it, so ``reset()`` and ``down()`` heal whatever
+is still open on any path out.
 """
 
 from __future__ import annotations
@@ -12,17 +13,18 @@ import os
 import random
 import re
 import socket
-import threading
 import time
 import uuid
 from pathlib import Path
 
 from . import runtime
-from . import topology as T
+from . import topology as TP
 from .clock import RunClock
 from .engines.base import ClusterStatus, Engine
 from .errors import ClusterNotReady, NdbChaosError
+from .journal import Journal
 from .topology import Node, Topology
+from .waiting import Deadline, wait_until
 
 log = logging.getLogger("ndbchaos")
 
@@ -39,10 +41,7 @@ class Cluster:
         self.project = project or new_project_id()
         self.clock = clock or RunClock()
         self.topology: Topology | None = None
-        self.open_faults: list = []  # faults injected and not yet healed
-        self.fault_windows: list = []  # every window of the run, healed or not
-        self.events: list[dict] = []  # framework events on the run clock (for the timeline)
-        self._lock = threading.RLock()
+        self.journal = Journal(self.clock)
         self.started = False
         self.pinned_ports: dict[str, int] = {}  # NDBCHAOS_PORT_<SERVICE> -> host port
 
@@ -67,10 +66,8 @@ class Cluster:
         return runtime.compose(self.project, self.files, self.env, *args, check=check, timeout=timeout)
 
     def note(self, kind: str, **fields) -> dict:
-        ev = {"t": round(self.clock.now(), 4), "kind": kind, **fields}
-        with self._lock:
-            self.events.append(ev)
-        return ev
+        """A framework event on the run clock (for the timeline and the run record)."""
+        return self.journal.note(kind, **fields)
 
     # -- lifecycle -------------------------------------------------------------------------
     def up(self, timeout: float = 240) -> ClusterStatus:
@@ -133,23 +130,23 @@ class Cluster:
         nodes = []
         for c in runtime.project_containers(self.project):
             labels = c.labels or {}
-            role = labels.get(T.ROLE, "")
-            if role in (T.HELPER,):
+            role = labels.get(TP.ROLE, "")
+            if role in (TP.HELPER,):
                 continue
             port = runtime.published_port(c, 3306) if c.status == "running" else None
-            prev = self.topology._by_name.get(labels.get(T.NODE, "")) if self.topology else None
+            prev = self.topology._by_name.get(labels.get(TP.NODE, "")) if self.topology else None
             if port is None and prev is not None:
                 port = prev.sql_port  # a stopped container keeps its node's port for reporting
             n = Node.from_labels(c.name, c.id, labels, ip=runtime.container_ip(c) or (prev.ip if prev else None),
                                  sql_port=port, serves_sql=role in self.engine_sql_roles())
             nodes.append(n)
         if not nodes:
-            raise NdbChaosError(f"no containers labelled {T.PROJECT}={self.project}")
+            raise NdbChaosError(f"no containers labelled {TP.PROJECT}={self.project}")
         self.topology = Topology(self.project, self.engine.name, nodes)
         return self.topology
 
     def engine_sql_roles(self) -> tuple[str, ...]:
-        return getattr(self.engine, "sql_roles", (T.SQL,))
+        return getattr(self.engine, "sql_roles", (TP.SQL,))
 
     def container(self, node: Node | str):
         """The docker-py container of a node, refusing anything outside this project."""
@@ -160,37 +157,32 @@ class Cluster:
         return self.engine.status(self)
 
     def wait_healthy(self, timeout: float, poll: float = 0.5) -> ClusterStatus:
-        deadline = time.monotonic() + max(timeout, 1)
-        last = None
-        while True:
-            last = self.status()
-            if last.healthy:
-                return last
-            if time.monotonic() >= deadline:
-                raise ClusterNotReady(
-                    f"cluster {self.project} not healthy after {timeout:.0f}s: " + "; ".join(last.problems[:4])
-                )
-            time.sleep(poll)
+        last: list[ClusterStatus] = []
+
+        def healthy():
+            last[:] = [self.status()]
+            return last[0] if last[0].healthy else None
+
+        return wait_until(healthy, max(timeout, 1), poll, on_timeout=lambda: ClusterNotReady(
+            f"cluster {self.project} not healthy after {timeout:.0f}s: " + "; ".join(last[0].problems[:4])))
 
     def wait_for(self, predicate, timeout: float, poll: float = 0.25, what: str = "condition"):
         """Poll ``status()`` until ``predicate(status)`` is true; return (status, seconds)."""
-        t0 = time.monotonic()
-        deadline = t0 + timeout
-        while True:
-            st = self.status()
-            if predicate(st):
-                return st, time.monotonic() - t0
-            if time.monotonic() >= deadline:
-                raise ClusterNotReady(f"{what} not reached within {timeout:.0f}s: " + "; ".join(st.problems[:4]))
-            time.sleep(poll)
+        d, last = Deadline(timeout), []
+
+        def reached():
+            last[:] = [self.status()]
+            return last[0] if predicate(last[0]) else None
+
+        st = wait_until(reached, timeout, poll, on_timeout=lambda: ClusterNotReady(
+            f"{what} not reached within {timeout:.0f}s: " + "; ".join(last[0].problems[:4])))
+        return st, d.elapsed()
 
     def heal_all(self) -> list[str]:
         """Heal every open fault (newest first). Errors are collected, not raised, so that one
         failing heal does not leave the others in place."""
         problems = []
-        with self._lock:
-            faults = list(reversed(self.open_faults))
-        for f in faults:
+        for f in reversed(self.journal.open_faults()):
             try:
                 f.heal()
             except Exception as e:  # keep healing the rest
@@ -201,7 +193,7 @@ class Cluster:
         """Back to healthy between scenarios: heal faults, unpause, restart dead nodes, wait."""
         problems = self.heal_all()
         for c in runtime.project_containers(self.project):
-            if c.labels.get(T.ROLE) == T.HELPER:
+            if c.labels.get(TP.ROLE) == TP.HELPER:
                 continue
             if c.status == "paused":
                 c.unpause()

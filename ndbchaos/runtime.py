@@ -13,7 +13,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from . import topology as T
+from . import topology as TP
 from .errors import BlastRadiusError, DockerUnavailable, NdbChaosError
 
 TOOLS_DIR = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools"))
@@ -97,12 +97,12 @@ def explain_compose_error(stderr: str) -> str:
 
 def project_containers(project: str | None = None, all_: bool = True):
     """Containers carrying the framework's project label (of one project, or of any)."""
-    flt = {"label": f"{T.PROJECT}={project}" if project else T.PROJECT}
+    flt = {"label": f"{TP.PROJECT}={project}" if project else TP.PROJECT}
     return docker_client().containers.list(all=all_, filters=flt)
 
 
 def project_networks(project: str | None = None):
-    flt = {"label": f"{T.PROJECT}={project}" if project else T.PROJECT}
+    flt = {"label": f"{TP.PROJECT}={project}" if project else TP.PROJECT}
     return docker_client().networks.list(filters=flt)
 
 
@@ -118,9 +118,9 @@ def owned(container, project: str):
         except Exception:
             raise BlastRadiusError(f"refusing to touch {container!r}: no such container") from None
     labels = (c.attrs.get("Config") or {}).get("Labels") or {}
-    if labels.get(T.PROJECT) != project:
+    if labels.get(TP.PROJECT) != project:
         raise BlastRadiusError(
-            f"refusing to touch container {c.name!r}: it does not carry {T.PROJECT}={project}"
+            f"refusing to touch container {c.name!r}: it does not carry {TP.PROJECT}={project}"
         )
     return c
 

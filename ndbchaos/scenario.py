@@ -1,18 +1,21 @@
-"""A scenario run: steady load, phases, faults, observation, checks and the report.
+"""A scenario run: the load, the phases, the faults, the observation, and the run record.
 
     run = ScenarioRun(cluster, workload="ledger")
+    run.expect(plan)                        # the engine's expectation (ndbchaos.plans)
     with run.phase("baseline"):
         run.start_load(); run.hold(5)
     with run.phase("fault"):
-        fault = run.inject(Kill(cluster, [target]))
-        ...
+        fault = run.inject(Kill(cluster, [target])); run.mark("reacted", ...)
     with run.phase("recovery"):
-        run.heal(fault); run.wait_healthy(bound)
-    result = run.finish()          # stop load, final reads, checks, attachments
+        run.heal(fault); run.mark("healthy", ...)
+    result = run.finish()                   # stop load, final reads, the record, the verdict
 
-Phases are Allure steps; every measurement is stamped on the run clock and shown in the report.
-``close()`` (called by the fixture on every path out) stops the load and the observer and heals
-open faults even when the scenario failed half-way.
+``ndbchaos.driver.play`` runs a scenario declaration this way. Everything the verdict needs is
+in the run record (``History.run``: engine, topology, expectation, fault windows, phases, marks,
+status samples, engine events, check options) saved with the history, so ``ndbchaos check`` on
+the saved file judges the run again and gets the same verdict. ``close()`` (called by the
+fixture on every path out) stops the load and the observer and heals open faults even when the
+run failed half-way, and keeps the evidence of a run that never reached its verdict.
 """
 
 from __future__ import annotations
@@ -27,38 +30,14 @@ from dataclasses import dataclass, field
 from .errors import ClusterNotReady
 from .history import History
 from .observer import Observer
+from .report import allure as report
 from .workload import get_workload
 from .workload.runner import ClientOptions, Endpoint, WorkloadRunner
 
 log = logging.getLogger("ndbchaos")
 
-try:
-    import allure
-except ImportError:  # pragma: no cover - allure-pytest is a dependency
-    allure = None
-
-
-def _step(title: str):
-    return allure.step(title) if allure else contextlib.nullcontext()
-
-
-def attach_json(obj, name: str) -> None:
-    if allure:
-        allure.attach(json.dumps(obj, indent=2, default=str), name=name,
-                      attachment_type=allure.attachment_type.JSON)
-
-
-def attach_text(text: str, name: str) -> None:
-    if allure:
-        allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
-
-
-def _md(text) -> str:
-    """Text safe inside a Markdown table cell."""
-    s = str(text)
-    for ch in "\\*_`|<>[]":
-        s = s.replace(ch, "\\" + ch)
-    return s
+#: the marks a driver records (see ndbchaos.checks.expectation)
+MARKS = ("fault", "in_place", "reacted", "stopped_serving", "shut_down", "heal", "healthy")
 
 
 @dataclass
@@ -74,15 +53,19 @@ class Measurement:
 class Result:
     history: History
     verdict: dict
-    measurements: dict[str, Measurement]
     windows: list[dict]
     phases: list[dict]
-    status_before: dict | None
     status_after: dict | None
     events: list[dict] = field(default_factory=list)
 
-    def m(self, name: str):
-        return self.measurements[name].value
+    @property
+    def valid(self):
+        return self.verdict["valid"]
+
+
+def _plain(obj):
+    """JSON-safe copy (sets, tuples, dataclasses' dicts) for the run record."""
+    return json.loads(json.dumps(obj, default=lambda o: sorted(o) if isinstance(o, (set, frozenset)) else str(o)))
 
 
 class ScenarioRun:
@@ -110,27 +93,36 @@ class ScenarioRun:
         self.observer = Observer(cluster)
         self.phases: list[dict] = []
         self.measurements: dict[str, Measurement] = {}
+        self.marks: dict[str, float | None] = {}
+        self.plan = None  # ndbchaos.plans.Plan
+        self.check_options: dict = {}
         self.faults: list = []
-        self.status_before = self.status_after = None
+        self.status_before = None
         self.result: Result | None = None
         self._load_running = False
-        self._t0 = self.clock.now()
-        if allure and title:
-            allure.dynamic.title(title)
+        self.t0 = self.clock.now()
+        report.title(title)
 
-    # -- phases -------------------------------------------------------------------------------
+    # -- phases, marks, measurements ----------------------------------------------------------
     @contextlib.contextmanager
     def phase(self, name: str, description: str = ""):
         ph = {"name": name, "start": self.clock.now(), "end": None, "description": description}
         self.phases.append(ph)
-        with _step(f"{name}" + (f": {description}" if description else "")):
+        with report.step(f"{name}" + (f": {description}" if description else "")):
             try:
                 yield ph
             finally:
                 ph["end"] = self.clock.now()
 
     def step(self, title: str):
-        return _step(title)
+        return report.step(title)
+
+    def mark(self, name: str, t: float | None) -> float | None:
+        """Record a moment of the run (run clock), or None when it was never reached."""
+        if name not in MARKS:
+            raise ValueError(f"unknown mark {name!r} (known: {', '.join(MARKS)})")
+        self.marks[name] = None if t is None else round(float(t), 6)
+        return t
 
     def measure(self, name: str, value, unit: str = "", note: str = "", bound: float | None = None) -> Measurement:
         """Record a measured figure; it is shown in the report's description table and as a
@@ -140,14 +132,20 @@ class ScenarioRun:
         log.info("measured %s = %s %s %s", name, m.value, unit, note)
         return m
 
+    def expect(self, plan) -> None:
+        """The expectation this run is judged against (``ndbchaos.plans.Plan``)."""
+        self.plan = plan
+        self.measure("expectation", plan.exp.rule)
+        self.measure("expected serving", ", ".join(plan.serving) or "none")
+
     # -- load ---------------------------------------------------------------------------------
     def start_load(self) -> None:
-        with _step(f"start {self.workload.name} load: {self.runner.processes} processes x "
-                   f"{self.runner.connections} connections over {', '.join(e.node for e in self.endpoints)}"):
+        with report.step(f"start {self.workload.name} load: {self.runner.processes} processes x "
+                         f"{self.runner.connections} connections over {', '.join(e.node for e in self.endpoints)}"):
             st = self.cluster.status()
             self.status_before = st.to_dict()
-            attach_json(self.status_before, "node states before")
-            attach_json(self.cluster.topology.to_dict(), "topology")
+            report.attach_json(self.status_before, "node states before")
+            report.attach_json(self.cluster.topology.to_dict(), "topology")
             self.runner.setup(table_engine=self.cluster.engine.table_engine)
             self.observer.start()
             self.runner.start()
@@ -163,14 +161,14 @@ class ScenarioRun:
 
     # -- faults -------------------------------------------------------------------------------
     def inject(self, fault):
-        with _step(f"inject {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
+        with report.step(f"inject {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
             self.faults.append(fault)
             w = fault.inject()
-            attach_json(w.to_dict(), f"fault window {fault.kind}")
+            report.attach_json(w.to_dict(), f"fault window {fault.kind}")
             return fault
 
     def heal(self, fault):
-        with _step(f"heal {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
+        with report.step(f"heal {fault.kind} on {', '.join(t.name for t in fault.targets)}"):
             return fault.heal()
 
     def recover_exited(self) -> list[str]:
@@ -182,49 +180,66 @@ class ScenarioRun:
         dead = [n for n in self.cluster.topology.nodes
                 if runtime.container_state(self.cluster.container(n)) in ("exited", "dead", "created")]
         if dead:
-            with _step(f"restart exited nodes: {', '.join(n.name for n in dead)}"):
+            with report.step(f"restart exited nodes: {', '.join(n.name for n in dead)}"):
                 self.cluster.engine.recover_nodes(self.cluster, dead)
         return [n.name for n in dead]
 
     def wait_status(self, predicate, timeout: float, what: str):
-        """Wait until the cluster status satisfies ``predicate``; return (status, seconds)."""
-        with _step(f"wait for {what} (bound {timeout:.0f} s)"):
-            return self.cluster.wait_for(predicate, timeout, what=what)
+        """Wait until the cluster status satisfies ``predicate``; (status, seconds), or
+        (None, None) when it did not within ``timeout`` (the verdict judges, not this wait)."""
+        with report.step(f"wait for {what} (up to {timeout:.0f} s)"):
+            try:
+                return self.cluster.wait_for(predicate, timeout, what=what)
+            except ClusterNotReady as e:
+                log.warning("%s", e)
+                return None, None
 
     def wait_healthy(self, timeout: float):
+        """Wait until every node is healthy; (status, seconds) or (None, None)."""
         return self.wait_status(lambda st: st.healthy, timeout, "every node healthy")
 
-    # -- finish -------------------------------------------------------------------------------
-    def finish(self, check_options: dict | None = None) -> Result:
-        from .checks import check_history
-        with _step("stop load, final reads, checks"):
+    # -- the record and the verdict -----------------------------------------------------------
+    def record(self, events: list[dict], status_after: dict | None) -> dict:
+        """The run record saved with the history (``History.run``)."""
+        exp = self.plan.to_record() if self.plan is not None else None
+        return _plain({
+            "version": 1, "engine": self.cluster.engine.name, "project": self.cluster.project, "title": self.title,
+            "seed": self.seed, "topology": self.cluster.topology.to_dict(), "expectation": exp,
+            "windows": [w.to_dict() for w in self.cluster.journal.windows(since=self.t0)],
+            "phases": self.phases, "marks": self.marks, "check_options": self.check_options,
+            "cluster_samples": [{"t": round(t, 3), "healthy": ok, "arbitrator": (s or {}).get("arbitrator")}
+                                for t, ok, s in self.observer.cluster_samples],
+            "status": {"before": self.status_before, "after": status_after},
+            "events": events, "framework_events": self.cluster.journal.events(since=self.t0),
+        })
+
+    def finish(self) -> Result:
+        """Stop the load, run the final reads, build the record and judge it (``check_run``)."""
+        from .checks import check_run
+        with report.step("stop load, final reads, verdict"):
             history = self.runner.stop()
             self._load_running = False
-            healthy = [e for e in self.endpoints]
-            self.runner.final_reads(history, healthy)
+            self.runner.final_reads(history, list(self.endpoints))
             self.observer.stop()
-            st = self.cluster.status()
-            self.status_after = st.to_dict()
-            windows = [w.to_dict() for w in self.cluster.fault_windows if w.start is not None and w.start >= self._t0]
-            verdict = check_history(history, windows=windows, options=check_options or {})
-            self.result = Result(history, verdict, self.measurements, windows, self.phases,
-                                 self.status_before, self.status_after)
-            self._measure_availability(verdict)
+            status_after = self.cluster.status().to_dict()
             try:
-                self.result.events = self.cluster.engine.collect_events(self.cluster, self._t0)
-            except Exception as e:  # logs are evidence, not a precondition
+                events = self.cluster.engine.collect_events(self.cluster, self.t0)
+            except Exception as e:  # logs are evidence: a failure to read them is said, not fatal
                 log.warning("collecting engine log events failed: %s", e)
-        self.attach()
+                events = None
+            history.run = self.record(events, status_after)
+            verdict = check_run(history)
+            self.result = Result(history, verdict, history.run["windows"], self.phases, status_after, events or [])
+            self._measure_availability(verdict)
+        report.attach_result(self, self.result)
         return self.result
 
     def _measure_availability(self, verdict: dict) -> None:
-        avail = (verdict.get("checks") or {}).get("availability") or {}
-        d = avail.get("details") or {}
+        d = ((verdict.get("checks") or {}).get("availability") or {}).get("details") or {}
         if "longest_outage_s" in d:
             self.measure("outage (all SQL nodes)", d["longest_outage_s"], "s",
                          note="longest time with no successful operation on any SQL node")
-        targets = {t for w in self.cluster.fault_windows if w.start is not None and w.start >= self._t0
-                   for t in w.targets}
+        targets = {t for w in self.cluster.journal.windows(since=self.t0) for t in w.targets}
         for node, nd in sorted((d.get("per_node") or {}).items()):
             self.measure(f"outage on {node}", nd.get("longest_outage_s", 0.0), "s",
                          note="longest time with no successful operation on this SQL node"
@@ -233,49 +248,9 @@ class ScenarioRun:
             self.measure("throughput back to 90%", d["throughput_recovered_s"], "s",
                          note="after the last heal, until throughput is back to 90% of baseline")
 
-    def outage_on(self, node: str) -> float:
-        """Longest outage seen by clients of one SQL node (after finish())."""
-        d = self.result.verdict["checks"]["availability"]["details"]
-        return d["per_node"][node]["longest_outage_s"]
-
-    def attach(self) -> None:
-        r = self.result
-        if r is None or allure is None:
-            return
-        from .report.plot import timeline_png
-        attach_json(r.status_after, "node states after")
-        rows = "\n".join(
-            f"| {m.name} | {_md(f'{m.value} {m.unit}')} | {'' if m.bound is None else f'{m.bound:g} {m.unit}'} | {_md(m.note)} |"
-            for m in r.measurements.values())
-        allure.dynamic.description(
-            (self.title + "\n\n" if self.title else "")
-            + f"engine **{self.cluster.engine.name}**, project `{self.cluster.project}`, seed {self.seed}, "
-            f"{len(r.history)} operations\n\n| measurement | value | bound | note |\n|---|---|---|---|\n{rows}\n")
-        for m in r.measurements.values():
-            if isinstance(m.value, (int, float)):
-                allure.dynamic.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value)
-        try:
-            png = timeline_png(r.history, r.windows, self.observer.lanes(),
-                               title=self.title or self.workload.name, events=r.events, phases=r.phases)
-            allure.attach(png, name="timeline", attachment_type=allure.attachment_type.PNG)
-        except Exception as e:  # a plot failure must not hide the verdict
-            attach_text(f"timeline plot failed: {e}", "timeline error")
-        attach_json(r.verdict, "verdict")
-        attach_json(r.phases, "phases")
-        attach_json({k: m.__dict__ for k, m in r.measurements.items()}, "measurements")
-        attach_json(self.observer.to_json(), "status samples")
-        attach_json(self.cluster.events, "framework events")
-        attach_json(r.events, f"{self.cluster.engine.name} log events")
-        import io
-        buf = io.StringIO()
-        r.history.dump(buf)
-        allure.attach(buf.getvalue(), name="history.jsonl", attachment_type=allure.attachment_type.TEXT,
-                      extension="jsonl")
-
     def close(self) -> None:
         """Every path out: stop the load and the observer, heal what is open. A run that did not
-        reach ``finish()`` (an assertion failed, an error) still leaves its evidence in the
-        report: the history so far, the fault windows, status samples and the engine's events."""
+        reach ``finish()`` still leaves its evidence in the report."""
         history = None
         if self._load_running:
             try:
@@ -289,27 +264,14 @@ class ScenarioRun:
                 f.heal()
             except Exception as e:
                 log.warning("heal of %s failed: %s", f.kind, e)
-        if self.result is None and allure is not None and self.faults:
+        if self.result is None and self.faults:
             try:
-                self._attach_incomplete(history)
+                try:
+                    events = self.cluster.engine.collect_events(self.cluster, self.t0)
+                except Exception as e:
+                    events = [{"error": f"collecting engine log events failed: {e}"}]
+                if history is not None:
+                    history.run = self.record(events, None)
+                report.attach_incomplete(self, history, events)
             except Exception as e:  # evidence is best effort on a failed run
                 log.warning("attaching the evidence of the incomplete run failed: %s", e)
-
-    def _attach_incomplete(self, history) -> None:
-        windows = [w.to_dict() for w in self.cluster.fault_windows if w.start is not None and w.start >= self._t0]
-        attach_json(windows, "fault windows (incomplete run)")
-        attach_json(self.phases, "phases (incomplete run)")
-        attach_json({k: m.__dict__ for k, m in self.measurements.items()}, "measurements (incomplete run)")
-        attach_json(self.observer.to_json(), "status samples (incomplete run)")
-        attach_json(self.cluster.events, "framework events (incomplete run)")
-        try:
-            events = self.cluster.engine.collect_events(self.cluster, self._t0)
-        except Exception as e:
-            events = [{"error": f"collecting engine log events failed: {e}"}]
-        attach_json(events, f"{self.cluster.engine.name} log events (incomplete run)")
-        if history is not None:
-            import io
-            buf = io.StringIO()
-            history.dump(buf)
-            allure.attach(buf.getvalue(), name="history.jsonl (incomplete run)",
-                          attachment_type=allure.attachment_type.TEXT, extension="jsonl")

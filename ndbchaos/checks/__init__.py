@@ -36,6 +36,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "co_correction": None,       # None: from params["rate"]; False: never; True: require rate
     "gcp_loss_window_s": None,   # NDB: commits acked this long before ...
     "cluster_crash_at": None,    # ... a whole-cluster crash (run seconds, or a list) may be lost
+    "allowed_error_classes": None,  # None: temporary and unknown; others make errors invalid
 }
 
 
@@ -124,13 +125,15 @@ def resolve_options(options: dict | None) -> dict:
     return opts
 
 
-def check_history(history: History, windows=None, options: dict | None = None) -> dict:
+def check_history(history: History, windows=None, options: dict | None = None, run: dict | None = None) -> dict:
     """Run every checker relevant to the history's workload and compose the verdicts.
 
     ``windows``: ``[{"kind": str, "start": float, "end": float|None, "targets": [str]}]`` on
     the history's clock (or ``{"windows": [...]}``). ``options``: see ``DEFAULT_OPTIONS``.
-    Raises ``ValueError`` (``WindowError``) for unusable windows or options, and
-    ``HistoryFormatError`` for operation values that do not fit the workload.
+    ``run``: a scenario's run record (``History.run``); when it holds an expectation, the
+    expectation checker judges the run against it too. Raises ``ValueError`` (``WindowError``)
+    for unusable windows or options, and ``HistoryFormatError`` for operation values that do
+    not fit the workload.
     """
     from .frame import build_frame
     opts = resolve_options(options)
@@ -141,6 +144,10 @@ def check_history(history: History, windows=None, options: dict | None = None) -
         if v.name != name:
             v.name = name
         verdicts.append(v)
+    if run and run.get("expectation"):
+        from . import expectation
+        avail = next((v.details for v in verdicts if v.name == "availability"), None)
+        verdicts.append(expectation.check(fr, opts, run, avail))
     return {
         "valid": compose(verdicts),
         "workload": history.workload,
@@ -150,6 +157,15 @@ def check_history(history: History, windows=None, options: dict | None = None) -
         "windows": [w.to_json() for w in fr.windows],
         "checks": {v.name: v.to_json() for v in verdicts},
     }
+
+
+def check_run(history: History, options: dict | None = None) -> dict:
+    """The verdict of a saved scenario run from its record alone: the windows, check options and
+    expectation the run recorded (``History.run``), with ``options`` over the recorded ones.
+    A bare history (no run record) is checked as ``check_history`` would."""
+    run = history.run or {}
+    opts = {**(run.get("check_options") or {}), **(options or {})}
+    return check_history(history, run.get("windows"), opts, run=run)
 
 
 def _word(valid) -> str:
@@ -167,4 +183,4 @@ def _register_builtin() -> None:
 
 _register_builtin()
 
-__all__ = ["Verdict", "compose", "check_history", "register", "DEFAULT_OPTIONS", "UNKNOWN"]
+__all__ = ["Verdict", "compose", "check_history", "check_run", "register", "DEFAULT_OPTIONS", "UNKNOWN"]

@@ -77,7 +77,8 @@ def recovered_after(ok_end: np.ndarray, heal: float, t_finish: float, need: floa
 
 def series(fr: Frame, bucket_s: float) -> dict:
     if fr.n == 0:
-        return {"t0": 0.0, "bucket_s": bucket_s, "ok": [], "fail": [], "info": [], "success_rate": []}
+        return {"t0": 0.0, "bucket_s": bucket_s, "ok": [], "fail": [], "info": [], "success_rate": [],
+                "ok_by_node": {}}
     t0 = math.floor(fr.t_begin / bucket_s) * bucket_s
     eps = 1e-9  # an end exactly on a boundary belongs to the bucket it opens, despite float error
     nb = int(math.floor((fr.t_finish - t0) / bucket_s + eps)) + 1
@@ -88,10 +89,14 @@ def series(fr: Frame, bucket_s: float) -> dict:
     tot = counts[0] + counts[1] + counts[2]
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(tot > 0, counts[0] / np.maximum(tot, 1), np.nan)
+    ok = fr.type == OK
+    by_node = {name: np.bincount(idx[ok & (fr.node == k)], minlength=nb).tolist()
+               for k, name in enumerate(fr.node_names)}
     return {
         "t0": _r(t0), "bucket_s": bucket_s,
         "ok": counts[0].tolist(), "fail": counts[1].tolist(), "info": counts[2].tolist(),
         "success_rate": [None if math.isnan(x) else round(x, 4) for x in rate.tolist()],
+        "ok_by_node": by_node,
     }
 
 

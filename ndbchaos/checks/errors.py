@@ -1,19 +1,34 @@
 """Client errors: counts by class and by (errno, engine_code), per phase (by completion time).
 
-Informational: always valid. A class ``null`` error is one the classifier did not recognise
-(``unclassified`` in the counts); it is worth a look, because an unclassified failed write is
-recorded as indeterminate.
+Which classes a run may show is option ``allowed_error_classes`` (default temporary and
+unknown: what a node failure, a partition or a client-path fault can cause; an engine's
+expectation may narrow it). An error of another class makes the verdict invalid (a permanent
+error under a fault is either the application mishandling a retryable error or a classifier
+gap); one the classifier did not recognise (``unclassified``, class null, recorded as
+indeterminate when it was a write) makes it unknown. Failures with errno 0 are the workload's
+own refusals (the bank declining a transfer that would overdraw): counted as ``application``,
+never judged.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import Verdict
+from . import UNKNOWN, Verdict
 from .frame import OK, PHASES, Frame
 from ..history import CLASSES
 
 _CLASS_KEYS = ("unclassified", "temporary", "unknown", "permanent")
+
+
+def _application(fr: Frame) -> np.ndarray:
+    """Failures with errno 0 and an error message: the workload declined the operation."""
+    msgs = fr.history.cols.msgs
+    app = (fr.type != OK) & (fr.errno == 0)
+    for k in np.flatnonzero(app):
+        if int(fr.rows[k]) not in msgs:
+            app[k] = False
+    return app
 
 
 def _block(fr: Frame, mask: np.ndarray) -> dict:
@@ -44,19 +59,35 @@ def _block(fr: Frame, mask: np.ndarray) -> dict:
 
 
 def check(fr: Frame, opts: dict) -> Verdict:
-    everything = np.ones(fr.n, dtype=bool)
+    app = _application(fr)
+    engine = ~app
     phases = {}
     for p, name in enumerate(PHASES):
         if not fr.windows and p > 0:
             continue
-        phases[name] = _block(fr, fr.phase == p)
-    total = _block(fr, everything)
+        phases[name] = _block(fr, (fr.phase == p) & engine)
+    total = _block(fr, engine)
+    application = int(np.count_nonzero(app))
     bc = total["by_class"]
+    allowed = set(opts.get("allowed_error_classes") or ("temporary", "unknown"))
     summ = (f"{total['count']} failed ops ({total['fail']} fail, {total['info']} info): "
             f"{bc['temporary']} temporary, {bc['unknown']} unknown, {bc['permanent']} permanent, "
             f"{bc['unclassified']} unclassified")
+    if application:
+        summ += f"; {application} declined by the workload"
     if total["codes"]:
         top = total["codes"][0]
         code = f"{top['errno']}" + (f"/{top['engine_code']}" if top["engine_code"] is not None else "")
         summ += f"; most frequent {code} x{top['count']}"
-    return Verdict("errors", True, summ, {"phases": phases, "all": total})
+    bad = [c for c in total["codes"] if c["class"] not in allowed and c["class"] is not None]
+    if bad:
+        valid, summ = False, (f"errors of a class not allowed ({', '.join(sorted(allowed))}): "
+                              + ", ".join(f"{c['errno']}" + (f"/{c['engine_code']}" if c["engine_code"] is not None
+                                                           else "") + f" {c['class']} x{c['count']}" for c in bad)
+                              + f" -- {summ}")
+    elif bc["unclassified"]:
+        valid = UNKNOWN
+    else:
+        valid = True
+    return Verdict("errors", valid, summ, {"phases": phases, "all": total, "application": application,
+                                           "allowed_classes": sorted(allowed)})

@@ -50,11 +50,6 @@ def bin_value(idx: np.ndarray) -> np.ndarray:
     return np.where(idx < 2048, idx, (idx - b * 1024) << b)
 
 
-def quantize(us: np.ndarray) -> np.ndarray:
-    """Map microsecond values to the lowest value of their HdrHistogram bucket."""
-    return bin_value(bin_index(us))
-
-
 def new_histogram() -> HdrHistogram:
     return HdrHistogram(LOWEST_US, HIGHEST_US, SIG_FIGS)
 
@@ -73,26 +68,6 @@ def histogram_from_counts(counts: np.ndarray) -> HdrHistogram:
     for v, c in zip(bin_value(nz).tolist(), counts[nz].tolist()):
         rec(v, c)
     return h
-
-
-def record_into(h: HdrHistogram, us: np.ndarray) -> None:
-    """Record integer microsecond values (clipped to the histogram range), grouped by bucket."""
-    counts = bin_counts(np.asarray(us, dtype=np.int64))
-    nz = np.flatnonzero(counts)
-    rec = h.record_value
-    for v, c in zip(bin_value(nz).tolist(), counts[nz].tolist()):
-        rec(v, c)
-
-
-def corrected_samples(us: np.ndarray, interval_us: int, limit: int = _MAX_SYNTHETIC) -> tuple[np.ndarray, bool]:
-    """The extra values ``record_corrected_value`` would add, for every value above interval_us.
-    Returns (values, complete); complete is False when the cap cut the correction short (the
-    largest values keep their correction)."""
-    parts, complete = [], True
-    for chunk, ok in _corrected_chunks(us, interval_us, limit):
-        parts.append(chunk)
-        complete = complete and ok
-    return (np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)), complete
 
 
 def corrected_counts(us: np.ndarray, interval_us: int, limit: int = _MAX_SYNTHETIC) -> tuple[np.ndarray, float, bool]:

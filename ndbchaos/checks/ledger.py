@@ -31,6 +31,9 @@ from ..history import NO_INT, HistoryFormatError, _Ints
 from .frame import FAIL, INFO, OK, Frame, int_values
 
 
+#: history times are written rounded to 1 us (docs/history-format.md)
+_TIME_RESOLUTION = 1e-6
+
 LIFT = ("lost", "phantom", "indeterminate", "unexplained", "explained_by_gcp", "failed_present")
 
 
@@ -159,7 +162,9 @@ def check(fr: Frame, opts: dict) -> Verdict:
     if gcp is not None:
         x, crashes = gcp
         for t in crashes:
-            explained_m |= (lost_end >= t - x) & (lost_end <= t)
+            # times are kept to the microsecond (the history's resolution): a crash time taken
+            # from the last acknowledgement itself must include that acknowledgement
+            explained_m |= (lost_end >= t - x - _TIME_RESOLUTION) & (lost_end <= t + _TIME_RESOLUTION)
 
     info_present = _isin_sorted(info_ids, final_u)
 

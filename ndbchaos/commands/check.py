@@ -18,8 +18,10 @@ def register(sub) -> None:
         "check", help="check a recorded history file and print the verdict as JSON",
         description="Reads a history (JSON Lines, plain or gzip; docs/history-format.md), runs every "
                     "checker relevant to its workload and prints the composed verdict as JSON on stdout "
-                    "and a one-line summary per checker on stderr. Exit 0 valid, 1 invalid or unknown, "
-                    "2 unreadable or malformed input.")
+                    "and a one-line summary per checker on stderr. A scenario's saved run (run.jsonl: "
+                    "the history with its run record) is judged with its recorded fault windows, "
+                    "options and expectation, which gives the run's own verdict again. Exit 0 valid, "
+                    "1 invalid or unknown, 2 unreadable or malformed input.")
     p.add_argument("history", metavar="HISTORY", help="history file (.jsonl or .jsonl.gz)")
     p.add_argument("--windows", metavar="FILE.json",
                    help='fault windows: [{"kind": str, "start": s, "end": s|null, "targets": [node]}] '
@@ -55,7 +57,7 @@ def load_windows(path: str):
 
 
 def run(args) -> int:
-    from ..checks import check_history
+    from ..checks import check_history, check_run
     from ..history import History, HistoryFormatError
 
     if not args.bucket_ms > 0:
@@ -71,7 +73,11 @@ def run(args) -> int:
         options["cluster_crash_at"] = args.cluster_crash_at
     try:
         history = History.read_jsonl(args.history)
-        verdict = check_history(history, windows, options)
+        if history.run is not None and windows is None:
+            # a scenario's saved run: its recorded windows, options and expectation, as live
+            verdict = check_run(history, options)
+        else:
+            verdict = check_history(history, windows, options)
     except HistoryFormatError as e:
         raise UsageError(str(e)) from None
     except ValueError as e:  # options or windows the checkers cannot use

@@ -17,7 +17,8 @@ def register(sub) -> None:
                     "(with their group) and unknown ones as kind 'other'. FILE '-' reads standard input.")
     p.add_argument("file", metavar="FILE", help="the log file ('-' for standard input)")
     p.add_argument("--engine", default="ndb", help="ndb (default) or galera")
-    p.add_argument("--all", action="store_true", help="also print ignored lines (kind 'ignored', with their group) and unknown ones (kind 'other')")
+    p.add_argument("--all", action="store_true",
+                   help="also print ignored lines (kind 'ignored', with their group) and unknown ones (kind 'other')")
     p.add_argument("--reporter", type=int, default=None,
                    help="NDB node id whose own log this is (data node logs carry no 'Node N:' prefix)")
     p.set_defaults(func=run)

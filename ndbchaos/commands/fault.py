@@ -67,7 +67,8 @@ def register(sub) -> None:
     k = add("one-way", "SRC cannot reach DST; DST still reaches SRC")
     k.add_argument("src")
     k.add_argument("dst")
-    k.add_argument("--packets", action="store_true", help="Jepsen one-sided grudge (drop every packet) instead of connections")
+    k.add_argument("--packets", action="store_true",
+                   help="Jepsen one-sided grudge (drop every packet) instead of connections")
     k = add("role-split", "cut every link between two role sets, e.g. `arbitrator+mgm data` or `sql data`")
     k.add_argument("roles_a")
     k.add_argument("roles_b")
@@ -88,7 +89,8 @@ def register(sub) -> None:
         ("bandwidth", "client path: limit to KB/s", (("--rate-kb", int, 16),)),
         ("timeout", "client path: stop data (and close after --ms; 0 = never)", (("--ms", int, 0),)),
         ("reset-peer", "client path: TCP RST after --ms", (("--ms", int, 0),)),
-        ("slicer", "client path: slice data into small pieces", (("--average-size", int, 8), ("--delay-us", int, 2000))),
+        ("slicer", "client path: slice data into small pieces",
+         (("--average-size", int, 8), ("--delay-us", int, 2000))),
         ("proxy-down", "client path: take the proxy down", ()),
     ):
         k = add(name, help)

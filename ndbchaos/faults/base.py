@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,6 @@ log = logging.getLogger("ndbchaos")
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..cluster import Cluster
-    from ..topology import Node
 
 
 class FaultNotEffective(NdbChaosError):
@@ -93,9 +91,7 @@ class Fault:
         if self.active:
             raise NdbChaosError(f"{self.kind} on {self.window.targets} is already injected")
         clock = self.cluster.clock
-        with self.cluster._lock:
-            self.cluster.open_faults.append(self)
-            self.cluster.fault_windows.append(self.window)
+        self.cluster.journal.opened(self)
         self.active = True
         from . import safety
         safety.register(self.cluster)
@@ -135,21 +131,17 @@ class Fault:
             if self.window.end is None:
                 self.window.end = clock.now()
             self.active = False
-            with self.cluster._lock:
-                if self in self.cluster.open_faults:
-                    self.cluster.open_faults.remove(self)
+            self.cluster.journal.closed(self)
             self.cluster.note("fault_healed", fault=self.kind, targets=self.window.targets)
         return self.window
 
     def detach(self) -> FaultWindow:
-        """Leave the fault in place and forget it: no heal on exit, not in ``open_faults``.
+        """Leave the fault in place and forget it: no heal on exit, no longer open in the journal.
         For ``ndbchaos fault ...`` from the command line; ``ndbchaos fault heal`` finds what it
         left by its traces (our iptables chains, paused/stopped containers, toxics)."""
         self.detached = True
         self.active = False
-        with self.cluster._lock:
-            if self in self.cluster.open_faults:
-                self.cluster.open_faults.remove(self)
+        self.cluster.journal.closed(self)
         self._on_detach()
         return self.window
 
@@ -162,15 +154,3 @@ class Fault:
 
     def __exit__(self, *exc) -> None:
         self.heal()
-
-
-def wait_until(predicate, timeout: float, poll: float = 0.05):
-    """Poll ``predicate()`` until it returns a truthy value; return it, or None on timeout."""
-    deadline = time.monotonic() + timeout
-    while True:
-        v = predicate()
-        if v:
-            return v
-        if time.monotonic() >= deadline:
-            return None
-        time.sleep(poll)

@@ -19,7 +19,7 @@ import threading
 import uuid
 
 from .. import runtime
-from .. import topology as T
+from .. import topology as TP
 from ..errors import UsageError
 from . import netns, pumba
 from .base import Fault, FaultNotEffective, FaultUnsupported
@@ -50,7 +50,7 @@ def probe_netem(project: str) -> tuple[bool, str]:
                   "tc qdisc show dev lo && tc qdisc del dev lo root handle 4e44: ; echo rc=$?")
         c = runtime.docker_client().containers.run(
             image, ["sleep", "60"], detach=True, network_mode="none", cap_add=["NET_ADMIN"],
-            labels={T.PROJECT: project, T.ROLE: T.HELPER, T.LABEL_PREFIX + "purpose": "netem-probe"},
+            labels={TP.PROJECT: project, TP.ROLE: TP.HELPER, TP.LABEL_PREFIX + "purpose": "netem-probe"},
             name=f"{project}-helper-netemprobe-{uuid.uuid4().hex[:6]}")
         try:
             code, out = runtime.exec_in(c, ["sh", "-c", script], timeout=15)
@@ -121,8 +121,8 @@ def apply_script(args: list[str], to_ips: list[str] | None = None) -> str:
         "ifs=$(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -v '^lo$')",
         "for i in $ifs; do",
         # A root qdisc with a non-zero handle is someone else's: fail closed.
-        f"  if tc qdisc show dev $i root | grep -qvE '^qdisc (noqueue|pfifo_fast|fq_codel|mq) 0: '; then "
-        f"echo \"foreign root qdisc on $i: $(tc qdisc show dev $i root)\"; exit 3; fi",
+        "  if tc qdisc show dev $i root | grep -qvE '^qdisc (noqueue|pfifo_fast|fq_codel|mq) 0: '; then "
+        "echo \"foreign root qdisc on $i: $(tc qdisc show dev $i root)\"; exit 3; fi",
     ]
     if to_ips:
         lines += [
@@ -131,7 +131,8 @@ def apply_script(args: list[str], to_ips: list[str] | None = None) -> str:
         ]
         for ip in to_ips:
             netns._check_ip(ip)
-            lines.append(f"  tc filter add dev $i parent {HANDLE}: protocol ip prio 1 u32 match ip dst {ip}/32 flowid {HANDLE}:4")
+            lines.append(f"  tc filter add dev $i parent {HANDLE}: protocol ip prio 1 u32 match ip dst {ip}/32 "
+                         f"flowid {HANDLE}:4")
     else:
         lines.append(f"  tc qdisc add dev $i root handle {HANDLE}: netem {na}")
     lines += ["done", "tc qdisc show"]

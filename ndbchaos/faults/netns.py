@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .. import runtime
-from .. import topology as T
+from .. import topology as TP
 from ..engines.base import REPO
 from ..errors import BlastRadiusError, NdbChaosError
 
@@ -235,11 +235,11 @@ def start_helper(cluster, node, purpose: str = "fault") -> Helper:
     if not st.get("Running"):
         raise NdbChaosError(f"{node.name} is {st.get('Status', '?')}: no network namespace to work in")
     image = ensure_tools_image()
-    labels = {T.PROJECT: cluster.project, T.ROLE: T.HELPER, T.LABEL_PREFIX + "target": target.name,
-              T.LABEL_PREFIX + "purpose": purpose}
-    engine = (target.labels or {}).get(T.ENGINE)
+    labels = {TP.PROJECT: cluster.project, TP.ROLE: TP.HELPER, TP.LABEL_PREFIX + "target": target.name,
+              TP.LABEL_PREFIX + "purpose": purpose}
+    engine = (target.labels or {}).get(TP.ENGINE)
     if engine:
-        labels[T.ENGINE] = engine
+        labels[TP.ENGINE] = engine
     name = f"{cluster.project}-helper-{node.name}-{uuid.uuid4().hex[:6]}"
     c = runtime.docker_client().containers.run(
         image, ["sleep", str(HELPER_TTL_S)], detach=True, name=name, labels=labels,

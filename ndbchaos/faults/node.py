@@ -6,9 +6,12 @@ recovery action for a node (``Engine.recover_nodes``: a node restart).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 from .. import runtime
 from . import pumba
-from .base import Fault, FaultNotEffective, wait_until
+from ..waiting import wait_until
+from .base import Fault, FaultNotEffective
 
 DOWN = ("exited", "dead")
 
@@ -31,8 +34,15 @@ class Kill(Fault):
         if self.backend == "pumba":
             pumba.run(pumba.kill_argv(self.cluster, self.targets, self.signal))
             return
-        for t in self.targets:
-            self.cluster.container(t).kill(signal=self.signal)
+        # Every container first, then the signals together: several targets (a node group) die
+        # at the same moment, not one Docker round trip after the other.
+        containers = [self.cluster.container(t) for t in self.targets]
+        if len(containers) == 1:
+            containers[0].kill(signal=self.signal)
+            return
+        with ThreadPoolExecutor(len(containers)) as pool:
+            for f in [pool.submit(c.kill, signal=self.signal) for c in containers]:
+                f.result()
 
     def _verify_applied(self) -> str:
         # SIGKILL ends the process at once; other signals may take the engine's shutdown time.
@@ -42,7 +52,8 @@ class Kill(Fault):
             c = self.cluster.container(t)
             st = wait_until(lambda: runtime.container_state(c) in DOWN and runtime.container_state(c), timeout)
             if not st:
-                raise FaultNotEffective(f"{t.name} still {runtime.container_state(c)} {timeout:.0f}s after {self.signal}")
+                raise FaultNotEffective(f"{t.name} still {runtime.container_state(c)} {timeout:.0f}s "
+                                        f"after {self.signal}")
             states[t.name] = st
         return f"process gone after {self.signal}: " + ", ".join(f"{k} {v}" for k, v in states.items())
 
@@ -168,7 +179,8 @@ class Restart(Fault):
         out = []
         for t in self.targets:
             c = self.cluster.container(t)
-            ok = wait_until(lambda: runtime.container_state(c) == "running" and _started_at(c) != self._before[t.name], 20)
+            ok = wait_until(lambda: runtime.container_state(c) == "running"
+                            and _started_at(c) != self._before[t.name], 20)
             if not ok:
                 raise FaultNotEffective(f"{t.name} was not restarted ({runtime.container_state(c)})")
             out.append(t.name)
@@ -193,8 +205,9 @@ class KillDuringRecovery(Kill):
 
     The second kill comes ``delay`` seconds after the restart if given; otherwise at the first
     status sample where the engine says the node is rejoining (``Engine.node_rejoining``:
-    Galera: back in the survivors' view but not Synced; NDB: a start phase). If it is not seen recovering within ``recover_window`` seconds (it may
-    rejoin faster than a status poll) it is killed at that point anyway, and the evidence says so.
+    Galera: back in the survivors' view but not Synced; NDB: a start phase). If it is not seen
+    recovering within ``recover_window`` seconds (it may rejoin faster than a status poll) it is
+    killed at that point anyway, and the evidence says so.
     Heal restarts it (the engine's node recovery)."""
 
     kind = "kill-during-recovery"
@@ -211,8 +224,15 @@ class KillDuringRecovery(Kill):
 
     def _apply(self) -> None:
         import time
-        for t in self.targets:
-            self.cluster.container(t).kill(signal=self.signal)
+        # Every container first, then the signals together: several targets (a node group) die
+        # at the same moment, not one Docker round trip after the other.
+        containers = [self.cluster.container(t) for t in self.targets]
+        if len(containers) == 1:
+            containers[0].kill(signal=self.signal)
+            return
+        with ThreadPoolExecutor(len(containers)) as pool:
+            for f in [pool.submit(c.kill, signal=self.signal) for c in containers]:
+                f.result()
         t_kill = time.monotonic()
         for t in self.targets:
             c = self.cluster.container(t)

@@ -17,10 +17,10 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 
-from .. import topology as T
+from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError, UsageError
+from ..waiting import wait_until
 
 HOLD = "24h"  # pumba's --duration for held faults; heal ends it long before
 
@@ -54,7 +54,7 @@ def _names(cluster, nodes) -> list[str]:
 
 def base_argv(cluster) -> list[str]:
     exe = binary() or "pumba"
-    return [exe, "--label", f"{T.PROJECT}={cluster.project}"]
+    return [exe, "--label", f"{TP.PROJECT}={cluster.project}"]
 
 
 def kill_argv(cluster, nodes, signal_name: str = "SIGKILL") -> list[str]:
@@ -113,9 +113,4 @@ class Held:
 
 
 def wait_state(check, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.1)
-    return check()
+    return bool(wait_until(check, timeout, poll=0.1))

@@ -59,9 +59,10 @@ def heal_everything(why: str = "") -> list[str]:
     """Heal every open fault of every registered cluster; return the problems met."""
     problems: list[str] = []
     for c in list(_clusters):
-        if not getattr(c, "open_faults", None):
+        n = len(c.journal.open_faults())
+        if not n:
             continue
-        log.warning("ndbchaos: healing %d open fault(s) of %s (%s)", len(c.open_faults),
+        log.warning("ndbchaos: healing %d open fault(s) of %s (%s)", n,
                     getattr(c, "project", "?"), why or "safety net")
         try:
             problems += c.heal_all()
@@ -80,4 +81,4 @@ def _on_signal(signum, frame) -> None:
 
 
 def open_fault_count() -> int:
-    return sum(len(getattr(c, "open_faults", ())) for c in list(_clusters))
+    return sum(len(c.journal.open_faults()) for c in list(_clusters))

@@ -19,7 +19,7 @@ helpers            containers with ``ndbchaos.role=helper`` (a run that died mid
 from __future__ import annotations
 
 from .. import runtime
-from .. import topology as T
+from .. import topology as TP
 from ..errors import NdbChaosError, UsageError
 from . import netem, netns
 
@@ -37,10 +37,10 @@ def attach(project: str):
     runtime.docker_client()
     cs = runtime.project_containers(project)
     if not cs:
-        raise NdbChaosError(f"no containers labelled {T.PROJECT}={project}")
-    engines = sorted({(c.labels or {}).get(T.ENGINE) for c in cs} - {None, ""})
+        raise NdbChaosError(f"no containers labelled {TP.PROJECT}={project}")
+    engines = sorted({(c.labels or {}).get(TP.ENGINE) for c in cs} - {None, ""})
     if len(engines) != 1:
-        raise NdbChaosError(f"project {project}: cannot tell the engine from the {T.ENGINE} labels "
+        raise NdbChaosError(f"project {project}: cannot tell the engine from the {TP.ENGINE} labels "
                             f"({', '.join(engines) or 'none'})")
     engine = get_engine(engines[0])
     cluster = Cluster(engine, {}, project=project)
@@ -55,10 +55,10 @@ def projects() -> dict[str, dict]:
     out: dict[str, dict] = {}
     for c in runtime.project_containers(None):
         lab = c.labels or {}
-        p = out.setdefault(lab.get(T.PROJECT, "?"), {"engine": "", "containers": 0, "helpers": 0, "running": 0})
-        if lab.get(T.ENGINE):
-            p["engine"] = lab[T.ENGINE]
-        if lab.get(T.ROLE) == T.HELPER:
+        p = out.setdefault(lab.get(TP.PROJECT, "?"), {"engine": "", "containers": 0, "helpers": 0, "running": 0})
+        if lab.get(TP.ENGINE):
+            p["engine"] = lab[TP.ENGINE]
+        if lab.get(TP.ROLE) == TP.HELPER:
             p["helpers"] += 1
         else:
             p["containers"] += 1
@@ -67,7 +67,7 @@ def projects() -> dict[str, dict]:
 
 
 def _nodes(cluster):
-    return [n for n in cluster.topology.nodes if n.role not in (T.HELPER, T.PROXY)]
+    return [n for n in cluster.topology.nodes if n.role not in (TP.HELPER, TP.PROXY)]
 
 
 def inspect(cluster, netns_rules: bool = True) -> list[dict]:
@@ -77,11 +77,11 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
     project_nets = {n.id for n in runtime.project_networks(cluster.project)}
     for c in runtime.project_containers(cluster.project):
         lab = c.labels or {}
-        role = lab.get(T.ROLE)
-        name = lab.get(T.NODE) or c.name
-        if role == T.HELPER:
-            found.append({"kind": "helper", "node": lab.get(T.LABEL_PREFIX + "target", "?"),
-                          "detail": f"{c.name} ({lab.get(T.LABEL_PREFIX + 'purpose', '?')}, {c.status})"})
+        role = lab.get(TP.ROLE)
+        name = lab.get(TP.NODE) or c.name
+        if role == TP.HELPER:
+            found.append({"kind": "helper", "node": lab.get(TP.LABEL_PREFIX + "target", "?"),
+                          "detail": f"{c.name} ({lab.get(TP.LABEL_PREFIX + 'purpose', '?')}, {c.status})"})
             continue
         if c.status == "paused":
             found.append({"kind": "pause", "node": name, "detail": "container paused"})
@@ -92,7 +92,7 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
             nets = (c.attrs.get("NetworkSettings") or {}).get("Networks") or {}
             if project_nets and not any(ep.get("NetworkID") in project_nets for ep in nets.values()):
                 found.append({"kind": "disconnect", "node": name, "detail": "no endpoint on the project network"})
-            if role != T.PROXY:
+            if role != TP.PROXY:
                 running.append(cluster.topology.node(name) if name in cluster.topology._by_name else None)
     if netns_rules:
         nodes = [n for n in running if n is not None]
@@ -142,7 +142,7 @@ def heal(cluster) -> list[str]:
     done: list[str] = []
     # 1. helpers of dead runs (they hold nothing: rules live in the targets' namespaces)
     for c in runtime.project_containers(cluster.project):
-        if (c.labels or {}).get(T.ROLE) == T.HELPER:
+        if (c.labels or {}).get(TP.ROLE) == TP.HELPER:
             c.remove(force=True)
             done.append(f"removed helper {c.name}")
     # 2. unplugged nodes back on their project network (before anything needs the network)
@@ -168,11 +168,13 @@ def heal(cluster) -> list[str]:
         h = netns.start_helper(cluster, n, purpose="heal")
         try:
             code, out = h.exec(netns.remove_chains_script(None), timeout=30)
-            lines = [f"removed chain {ln.split()[1]} in {n.name}" for ln in out.splitlines() if ln.startswith("removed ")]
+            lines = [f"removed chain {ln.split()[1]} in {n.name}" for ln in out.splitlines()
+                     if ln.startswith("removed ")]
             if code != 0:
                 lines.append(f"removing chains in {n.name} failed: {out.strip()[-200:]}")
             code, out = h.exec(netem.remove_script((netem.HANDLE, netem.PUMBA_HANDLE)), timeout=20)
-            lines += [f"removed qdisc {' '.join(ln.split()[1:])} in {n.name}" for ln in out.splitlines() if ln.startswith("removed ")]
+            lines += [f"removed qdisc {' '.join(ln.split()[1:])} in {n.name}" for ln in out.splitlines()
+                      if ln.startswith("removed ")]
             return lines
         finally:
             h.remove()

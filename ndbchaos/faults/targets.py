@@ -2,14 +2,14 @@
 arbitrator...), never a container. A selector is resolved against the cluster's current topology
 when the fault is built; random choices use a seed that is recorded in the fault window.
 
-    from ndbchaos.faults import targets as T
-    Kill(cluster, T.one_data())              # a random data node (seed recorded)
-    Kill(cluster, T.node("data2"))           # a given node
-    Kill(cluster, T.nodegroup(0))            # every data node of node group 0
-    Kill(cluster, T.one_per_nodegroup())     # one data node in each node group
-    Kill(cluster, T.master())                # NDB president (engine-supplied)
-    Kill(cluster, T.arbitrators())           # management node(s) / garbd
-    Kill(cluster, T.sql(k=1))                # one SQL node
+    from ndbchaos.faults import targets as TG
+    Kill(cluster, TG.one_data())              # a random data node (seed recorded)
+    Kill(cluster, TG.node("data2"))           # a given node
+    Kill(cluster, TG.nodegroup(0))            # every data node of node group 0
+    Kill(cluster, TG.one_per_nodegroup())     # one data node in each node group
+    Kill(cluster, TG.master())                # NDB president (engine-supplied)
+    Kill(cluster, TG.arbitrators())           # management node(s) / garbd
+    Kill(cluster, TG.sql(k=1))                # one SQL node
 
 A selector's ``params()`` go into ``FaultWindow.params`` (``selector``, ``seed``, ``picked``),
 so the report can say how the target was chosen and the run can be repeated.

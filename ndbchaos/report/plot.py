@@ -4,7 +4,6 @@ shaded and node states as lanes underneath (Jepsen's perf plots, plus topology).
 from __future__ import annotations
 
 import io
-import math
 
 FAULT_COLOURS = {"kill": "#E9A4A0", "stop": "#E9A4A0", "restart": "#E9A4A0", "pause": "#A0B1E9",
                  "partition": "#E9DCA0", "isolate": "#E9DCA0", "proxy": "#D1E8A0", "netem": "#D1E8A0"}
@@ -28,37 +27,29 @@ MARKED_KINDS = {
 }
 
 
-def timeline_png(history, windows: list[dict], lanes: dict[str, list] | None = None,
-                 bucket: float = 0.25, title: str = "", events: list[dict] | None = None,
-                 phases: list[dict] | None = None) -> bytes:
+def timeline_png(verdict: dict, history, windows: list[dict], lanes: dict[str, list] | None = None,
+                 title: str = "", events: list[dict] | None = None, phases: list[dict] | None = None) -> bytes:
+    """Throughput per SQL node and errors from the availability checker's series (the figures
+    the verdict judged), latency of every successful operation from the history."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    ser = ((verdict.get("checks") or {}).get("availability") or {}).get("details", {}).get("series") or {}
+    bucket = float(ser.get("bucket_s") or 0.1)
+    t_start = float(ser.get("t0") or 0.0)
+    nb = max(1, len(ser.get("ok") or []))
+    t_end = t_start + nb * bucket
+    ok = ser.get("ok_by_node") or {}
+    nodes = sorted(ok)
+    err, info = ser.get("fail") or [0] * nb, ser.get("info") or [0] * nb
     c = history.cols
-    n = len(c)
-    t_end = max(c.end) if n else 1.0
-    t_start = min(c.start) if n else 0.0
-    nb = max(1, int(math.ceil((t_end - t_start) / bucket)) + 1)
-    nodes = [x for x in c.node_names]
-    ok = {nd: [0] * nb for nd in nodes}
-    err = [0] * nb
-    info = [0] * nb
-    lat_t, lat_v, lat_node = [], [], []
-    for i in range(n):
-        b = int((c.end[i] - t_start) / bucket)
-        typ = c.type[i]
-        nd = nodes[c.node[i]] if c.node[i] >= 0 else None
-        if typ == 0:
-            if nd is not None:
-                ok[nd][b] += 1
+    c.flush()
+    lat_t, lat_v = [], []
+    for i in range(len(c)):
+        if c.type[i] == 0:
             lat_t.append(c.end[i])
             lat_v.append((c.end[i] - c.start[i]) * 1000)
-            lat_node.append(nd)
-        elif typ == 1:
-            err[b] += 1
-        else:
-            info[b] += 1
     xs = [t_start + (k + 0.5) * bucket for k in range(nb)]
     n_lanes = len(lanes or {})
     heights = [3, 2, 2] + ([0.35 * n_lanes + 0.4] if n_lanes else [])
@@ -73,10 +64,12 @@ def timeline_png(history, windows: list[dict], lanes: dict[str, list] | None = N
     ax_tp.set_ylabel("ok ops/s")
     ax_tp.legend(loc="upper right", fontsize=8)
     ax_err.bar(xs, [v / bucket for v in err], width=bucket, color="#FFAA26", label="fail")
-    ax_err.bar(xs, [v / bucket for v in info], width=bucket, bottom=[v / bucket for v in err], color="#FEB5DA", label="info (indeterminate)")
+    ax_err.bar(xs, [v / bucket for v in info], width=bucket, bottom=[v / bucket for v in err], color="#FEB5DA",
+               label="info (indeterminate)")
     ax_err.set_ylabel("errors/s")
     ax_err.legend(loc="upper right", fontsize=8)
-    ax_lat.scatter(lat_t[::max(1, len(lat_t) // 20000)], lat_v[::max(1, len(lat_v) // 20000)], s=2, alpha=0.4, color="#6DB6FE")
+    ax_lat.scatter(lat_t[::max(1, len(lat_t) // 20000)], lat_v[::max(1, len(lat_v) // 20000)],
+                   s=2, alpha=0.4, color="#6DB6FE")
     ax_lat.set_yscale("log")
     ax_lat.set_ylabel("latency ms (ok)")
     for w in windows:

@@ -37,7 +37,7 @@ from ndbchaos.faults import netns
 from ndbchaos.faults import network as N
 from ndbchaos.faults import node as ND
 from ndbchaos.faults import skip_if_unsupported
-from ndbchaos.faults import targets as T
+from ndbchaos.faults import targets as TG
 from ndbchaos.faults import toxiproxy as TX
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
@@ -225,7 +225,7 @@ def test_kill_sigkill(healthy):
     c = healthy
     exp = c.engine.expectation("datanode_loss", c, lost=1)
     assert exp.survivors_serve
-    f = ND.Kill(c, T.node("data2"))
+    f = ND.Kill(c, TG.node("data2"))
     run_fault(c, f, _survivors_primary(["data1", "data3"], 3), "kill data2 (SIGKILL)", rule=exp.rule)
     assert "process gone" in f.window.verification[0]
 
@@ -233,20 +233,20 @@ def test_kill_sigkill(healthy):
 def test_stop_graceful(healthy):
     c = healthy
     exp = c.engine.expectation("datanode_loss", c, lost=1, graceful=True)
-    f = ND.Stop(c, T.node("data3"), timeout=20)
+    f = ND.Stop(c, TG.node("data3"), timeout=20)
     run_fault(c, f, _survivors_primary(["data1", "data2"], 3), "stop data3 (graceful)", rule=exp.rule)
 
 
 def test_pause(healthy):
     c = healthy
-    f = ND.Pause(c, T.node("data1"))
+    f = ND.Pause(c, TG.node("data1"))
     w, st = run_fault(c, f, _survivors_primary(["data2", "data3"], 3), "pause data1", rule="evs.suspect_timeout")
     assert st.node("data1").container == "paused"
 
 
 def test_restart(healthy):
     c = healthy
-    f = ND.Restart(c, T.node("data2"), graceful=True, timeout=20)
+    f = ND.Restart(c, TG.node("data2"), graceful=True, timeout=20)
     # The node leaves (graceful) and comes back; the reaction is the view without it.
     run_fault(c, f, lambda st: st.summary.get("component_size") == 3 or not st.node("data2").healthy,
               "restart data2 (graceful)", timeout=30)
@@ -254,7 +254,7 @@ def test_restart(healthy):
 
 def test_kill_again_during_recovery(healthy):
     c = healthy
-    f = ND.KillDuringRecovery(c, T.node("data3"))
+    f = ND.KillDuringRecovery(c, TG.node("data3"))
     w, _ = run_fault(c, f, _survivors_primary(["data1", "data2"], 3), "kill data3, restart, kill while rejoining",
                      timeout=60, heal_timeout=180)
     assert w.params["loss_detected_s"] is not None  # restarted only after the engine saw the loss
@@ -267,7 +267,7 @@ def test_kill_again_during_recovery(healthy):
 
 def test_isolate_one_node(healthy):
     c = healthy
-    f = N.Isolate(c, T.node("data2"))
+    f = N.Isolate(c, TG.node("data2"))
     pred, out = _outcome_predicate(c, f.window.params["components"])
     assert out["serving"] == [["data1", "data3", "arb"]]
     w, st = run_fault(c, f, pred, "isolate data2", rule=out["rule"])
@@ -350,7 +350,7 @@ def test_one_way_connections_is_tcp_visible(healthy):
 
 def test_disconnect_from_network(healthy):
     c = healthy
-    f = N.Disconnect(c, T.node("data3"))
+    f = N.Disconnect(c, TG.node("data3"))
     run_fault(c, f, _survivors_primary(["data1", "data2"], 3), "disconnect data3 (unplug)")
     assert c.topology.node("data3").sql_port  # re-discovered after reconnect
 
@@ -359,11 +359,11 @@ def test_disconnect_from_network(healthy):
 
 @pytest.mark.parametrize("make", [
     lambda c: TX.Latency(c, latency_ms=300, jitter_ms=50),
-    lambda c: TX.Bandwidth(c, T.node("data1"), rate_kb=8),
-    lambda c: TX.Timeout(c, T.node("data2")),
-    lambda c: TX.ResetPeer(c, T.node("data3")),
-    lambda c: TX.Slicer(c, T.node("data1")),
-    lambda c: TX.ProxyDown(c, T.node("data2")),
+    lambda c: TX.Bandwidth(c, TG.node("data1"), rate_kb=8),
+    lambda c: TX.Timeout(c, TG.node("data2")),
+    lambda c: TX.ResetPeer(c, TG.node("data3")),
+    lambda c: TX.Slicer(c, TG.node("data1")),
+    lambda c: TX.ProxyDown(c, TG.node("data2")),
 ], ids=["latency", "bandwidth", "timeout", "reset_peer", "slicer", "proxy_down"])
 def test_client_path(healthy, make):
     c = healthy
@@ -389,7 +389,7 @@ def test_workload_connects_through_the_proxy(healthy):
     conn = mysql.connector.connect(host="127.0.0.1", port=port, user=c.engine.sql_user,
                                    password=c.engine.sql_password, connection_timeout=5)
     cur = conn.cursor()
-    with TX.Latency(c, T.node("data2"), latency_ms=200):
+    with TX.Latency(c, TG.node("data2"), latency_ms=200):
         t0 = time.monotonic()
         cur.execute("SELECT @@hostname")
         assert cur.fetchall() == [("data2",)]
@@ -408,7 +408,7 @@ def test_netem(healthy, kw):
     if not supported:
         assert "sch_netem" in why
     with skip_if_unsupported():
-        f = NE.Netem(c, T.node("data1"), **kw)
+        f = NE.Netem(c, TG.node("data1"), **kw)
         with f:
             assert "netem" in f.window.verification[0]
 
@@ -491,7 +491,8 @@ def test_decoy_untouched_by_the_whole_sequence(cluster, decoy):
                                 network_mode=f"container:{cont.id}", cap_add=["NET_ADMIN"], remove=True,
                                 labels={TP.PROJECT: cluster.project, TP.ROLE: TP.HELPER}).decode()
     lines = [ln for ln in out.splitlines() if ln.strip()]
-    assert [ln for ln in lines if ln.startswith("-")] == ["-P INPUT ACCEPT", "-P FORWARD ACCEPT", "-P OUTPUT ACCEPT"], out
+    assert ([ln for ln in lines if ln.startswith("-")]
+            == ["-P INPUT ACCEPT", "-P FORWARD ACCEPT", "-P OUTPUT ACCEPT"]), out
     assert all("noqueue" in ln for ln in lines if ln.startswith("qdisc")), out
 
 

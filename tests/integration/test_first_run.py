@@ -4,8 +4,10 @@ results with the measured outage and recovery times, an HTML report, and leaves 
 Once per engine: NDB (a real MySQL Cluster, from an image present locally or one built from
 NDBCHAOS_NDB_DIST; skipped with the reason when neither is available) and Galera."""
 
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,20 @@ from .helpers import REPO, allure_results, labelled, project_of, run_pytest
 
 ALLURE = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools")) \
     / "npm" / "node_modules" / ".bin" / "allure"
+
+
+def _attachment_source(result, name: str) -> str:
+    found = []
+
+    def walk(node):
+        for a in node.get("attachments", []):
+            if a["name"] == name:
+                found.append(a["source"])
+        for s in node.get("steps", []):
+            walk(s)
+    walk(result)
+    assert found, f"no attachment {name!r}"
+    return found[0]
 
 
 def _attachments(result) -> set[str]:
@@ -34,7 +50,7 @@ def _attachments(result) -> set[str]:
 @pytest.mark.parametrize("engine", ["ndb", "galera"])
 def test_default_catalogue_end_to_end(tmp_path, engine):
     if engine == "ndb":
-        from ndbchaos.ndb.image import unavailable
+        from ndbchaos.engines.ndb.image import unavailable
         why = unavailable()
         if why:
             pytest.skip(f"NDB not available: {why}")
@@ -48,20 +64,31 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     assert labelled("ps", project) == [] and labelled("network", project) == [], "cluster left behind"
 
     res = allure_results(results)
-    by_name = {x["fullName"].rsplit("#", 1)[-1]: x for x in res}
-    for name in ("test_kill_one_data_node", "test_kill_whole_nodegroup", "test_kill_arbitrator",
-                 "test_lose_one_sql_node", "test_isolate_one_data_node", "test_latency_on_one_sql_node"):
+    # test ids are the scenario declarations' names: test_datanode_loss[kill_one_data_node]
+    by_name = {x["fullName"].rsplit("#", 1)[-1].split("[", 1)[-1].rstrip("]"): x for x in res}
+    for name in ("kill_one_data_node", "kill_whole_nodegroup", "kill_arbitrator",
+                 "lose_one_sql_node", "isolate_one_data_node", "latency_on_one_sql_node"):
         assert name in by_name, sorted(by_name)
     for name, x in by_name.items():
         assert x["status"] == "passed", (name, x.get("statusDetails"))
         names = _attachments(x)
-        for want in ("node states before", "node states after", "history.jsonl", "timeline", "verdict"):
+        for want in ("node states before", "node states after", "run.jsonl", "timeline", "verdict"):
             assert want in names, (name, sorted(names))
-    kill = by_name["test_kill_one_data_node"]
+    kill = by_name["kill_one_data_node"]
     params = {p["name"]: float(p["value"]) for p in kill.get("parameters", [])}
     assert {"detection [s]", "recovery [s]", "outage (all SQL nodes) [s]"} <= set(params), sorted(params)
     steps = [s["name"] for s in kill["steps"]]
     assert [s.split(":")[0] for s in steps[:3]] == ["baseline", "fault", "recovery"], steps
+    # The saved run judged again from its file alone gives the live verdict.
+    src = _attachment_source(kill, "run.jsonl")
+    live = json.loads((results / _attachment_source(kill, "verdict")).read_text())
+    c = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "check", "--compact", "--quiet", str(results / src)],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    again = json.loads(c.stdout)
+    assert c.returncode == 0 and again["valid"] is True, c.stdout[-2000:] + c.stderr[-2000:]
+    assert {k: v["valid"] for k, v in again["checks"].items()} == {k: v["valid"] for k, v in live["checks"].items()}
+    assert (again["checks"]["expectation"]["details"]["objectives"]
+            == live["checks"]["expectation"]["details"]["objectives"])
     assert (results / "environment.properties").exists()
     env = (results / "environment.properties").read_text()
     assert f"engine={engine}\n" in env, env

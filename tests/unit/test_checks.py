@@ -163,6 +163,17 @@ def test_gcp_window_explains_only_recent_losses():
         run(hist("ledger", ops), gcp_loss_window_s=0.5)
 
 
+def test_gcp_window_includes_the_acknowledgement_the_crash_time_was_taken_from():
+    # The driver takes the crash time from the last acknowledgement, rounded to 1 us; the ack's
+    # own end may be a fraction of a microsecond later (seen on a real node group loss).
+    ops = [(1, "insert", 1, "ok", 0.0, 0.1, "a"), (2, "insert", 2, "ok", 0.9, 1.0000004, "a"),
+           (3, "read", [1], "ok", 5.0, 5.1, "a")]
+    d = run(hist("ledger", ops), gcp_loss_window_s=0.5, cluster_crash_at=1.0)["checks"]["durability"]
+    assert d["lost"] == 1 and d["explained_by_gcp"] == 1 and d["valid"] is True
+    d = run(hist("ledger", ops), gcp_loss_window_s=0.5, cluster_crash_at=0.99)["checks"]["durability"]
+    assert d["unexplained"] == 1 and d["valid"] is False
+
+
 def test_ledger_non_integer_ids_are_a_format_error():
     ops = [(1, "insert", "a", "ok", 0.0, 0.1, "a"), (2, "read", ["a"], "ok", 0.2, 0.3, "a")]
     with pytest.raises(HistoryFormatError):
@@ -359,7 +370,9 @@ def test_error_counts_by_class_and_code_per_phase():
            (1, "insert", 5, "info", 1.2, 1.3, "a", E_UNK), (1, "read", None, "fail", 2.5, 2.6, "a",
                                                           ErrorInfo(None, None, None, "boom"))]
     e = run(hist("x", ops), [{"kind": "k", "start": 1.0, "end": 2.0}])["checks"]["errors"]
-    assert e["valid"] is True
+    # 4350 is a permanent error: not something a fault may cause (the default allows temporary
+    # and unknown), so the errors checker fails, and says which
+    assert e["valid"] is False and "1296/4350 permanent x1" in e["summary"]
     d = e["details"]
     assert d["all"]["by_class"] == {"unclassified": 1, "temporary": 2, "unknown": 1, "permanent": 1}
     assert (d["all"]["fail"], d["all"]["info"]) == (4, 1)
@@ -368,6 +381,22 @@ def test_error_counts_by_class_and_code_per_phase():
     top = d["phases"]["fault"]["codes"][0]
     assert (top["errno"], top["engine_code"], top["count"]) == (1297, 4010, 2)
     assert d["phases"]["recovery"]["codes"][0]["errno"] is None
+
+
+def test_errors_valid_unknown_and_application_refusals():
+    ok = (1, "insert", 1, "ok", 0.0, 0.1, "a")
+    tmp = [ok, (1, "insert", 3, "fail", 1.0, 1.1, "a", E_TMP), (1, "insert", 5, "info", 1.2, 1.3, "a", E_UNK)]
+    assert run(hist("x", tmp))["checks"]["errors"]["valid"] is True
+    # an error the classifier did not recognise: the verdict cannot say
+    unclassified = tmp + [(1, "read", None, "fail", 2.5, 2.6, "a", ErrorInfo(None, None, None, "boom"))]
+    assert run(hist("x", unclassified))["checks"]["errors"]["valid"] == "unknown"
+    # the workload declining an operation (errno 0 with a message) is not an engine error
+    declined = tmp + [(1, "insert", 7, "fail", 2.0, 2.1, "a", ErrorInfo(0, None, "permanent", "account 3 has 2"))]
+    e = run(hist("x", declined))["checks"]["errors"]
+    assert e["valid"] is True and e["details"]["application"] == 1 and "1 declined" in e["summary"]
+    # an expectation can narrow what is allowed: a survivable fault allows only temporary errors
+    e = run(hist("x", tmp), allowed_error_classes=["temporary"])["checks"]["errors"]
+    assert e["valid"] is False and "unknown x1" in e["summary"]
 
 
 # -- windows, options, workloads --------------------------------------------------------------
@@ -398,7 +427,7 @@ def test_phases_and_unhealed_window():
 
 def test_synthetic_history_is_valid_and_fast():
     import time
-    from ndbchaos.checks.bench import synthetic_ledger
+    from ndbchaos.bench.checker import synthetic_ledger
     h, windows = synthetic_ledger(50_000, rate=5_000)
     t0 = time.perf_counter()
     res = run(h, windows)
@@ -409,7 +438,7 @@ def test_synthetic_history_is_valid_and_fast():
 
 
 def test_bench_checker_reports_time_and_memory():
-    from ndbchaos.checks.bench import bench_checker
+    from ndbchaos.bench.checker import bench_checker
     res = bench_checker(5_000, record=False)
     assert res["n_ops"] == 5_000 and res["valid"] is True
     assert res["check_s"] > 0 and res["check_peak_mb"] > 0 and "tracemalloc" in res["memory_method"]

@@ -12,6 +12,7 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
+from ndbchaos.journal import Journal
 from ndbchaos.errors import BlastRadiusError, NdbChaosError
 from ndbchaos.faults import base, netem, netns, pumba, safety, skip_if_unsupported
 from ndbchaos.faults import toxiproxy as TX
@@ -41,10 +42,7 @@ class FakeCluster:
         self.engine = FakeEngine()
         self.options = {}
         self.clock = RunClock()
-        self._lock = threading.RLock()
-        self.open_faults = []
-        self.fault_windows = []
-        self.events = []
+        self.journal = Journal(self.clock)
 
     def container(self, node):
         name = node.container if isinstance(node, Node) else node
@@ -53,11 +51,11 @@ class FakeCluster:
         return FakeContainer(name)
 
     def note(self, kind, **f):
-        self.events.append({"kind": kind, **f})
+        return self.journal.note(kind, **f)
 
     def heal_all(self):
         problems = []
-        for f in list(reversed(self.open_faults)):
+        for f in reversed(self.journal.open_faults()):
             try:
                 f.heal()
             except Exception as e:
@@ -96,11 +94,11 @@ def test_fault_window_protocol_and_registration():
     c = FakeCluster()
     f = Recorder(c, "data2")
     with f:
-        assert f in c.open_faults and f.window.start is not None and f.window.effective_at is not None
+        assert f in c.journal.open_faults() and f.window.start is not None and f.window.effective_at is not None
     assert f.log == ["apply", "verify", "revert", "verify_healed"]
-    assert c.open_faults == [] and f.window.end >= f.window.start
+    assert c.journal.open_faults() == [] and f.window.end >= f.window.start
     assert f.window.verification == ["ok", "healed"]
-    assert c.fault_windows == [f.window]
+    assert c.journal.windows() == [f.window]
 
 
 def test_fault_heals_when_verification_fails():
@@ -108,7 +106,7 @@ def test_fault_heals_when_verification_fails():
     f = Recorder(c, "data1", fail_verify=True)
     with pytest.raises(base.FaultNotEffective):
         f.inject()
-    assert f.log == ["apply", "verify", "revert"] and not f.active and c.open_faults == []
+    assert f.log == ["apply", "verify", "revert"] and not f.active and c.journal.open_faults() == []
 
 
 def test_fault_refuses_targets_outside_the_project():
@@ -123,14 +121,14 @@ def test_detach_leaves_the_fault_and_forgets_it():
     f = Recorder(c, "data1")
     f.inject()
     f.detach()
-    assert c.open_faults == [] and not f.active
+    assert c.journal.open_faults() == [] and not f.active
     c.heal_all()
     assert "revert" not in f.log
 
 
 def test_selector_params_go_into_the_window():
-    from ndbchaos.faults import targets as T
-    f = Recorder(FakeCluster(), T.one_data(seed=11))
+    from ndbchaos.faults import targets as TG
+    f = Recorder(FakeCluster(), TG.one_data(seed=11))
     assert f.window.params["selection"]["seed"] == 11
     assert f.window.params["selection"]["picked"] == f.window.targets
 
@@ -141,7 +139,7 @@ def test_safety_net_heals_registered_clusters():
     f.inject()
     assert safety.open_fault_count() >= 1
     safety.heal_everything("test")
-    assert "revert" in f.log and c.open_faults == []
+    assert "revert" in f.log and c.journal.open_faults() == []
 
 
 def test_skip_if_unsupported_turns_into_a_skip():
@@ -207,7 +205,8 @@ def test_parse_our_rules_reads_back_what_we_write():
 
 def test_netem_args():
     assert netem.netem_args(delay_ms=100, jitter_ms=10, correlation_pct=25) == ["delay", "100ms", "10ms", "25%"]
-    assert netem.netem_args(loss_pct=20, duplicate_pct=1, corrupt_pct=0.5) == ["loss", "20%", "duplicate", "1%", "corrupt", "0.5%"]
+    assert (netem.netem_args(loss_pct=20, duplicate_pct=1, corrupt_pct=0.5)
+            == ["loss", "20%", "duplicate", "1%", "corrupt", "0.5%"])
     assert netem.netem_args(rate="1mbit") == ["rate", "1mbit"]
     for bad in ({}, {"loss_pct": 101}, {"delay_ms": -1}, {"rate": "fast"}):
         with pytest.raises(NdbChaosError):
@@ -217,7 +216,8 @@ def test_netem_args():
 def test_netem_probe_parsing():
     ok, why = netem.parse_probe("Error: Specified qdisc kind is unknown.\nrc=0")
     assert not ok and "sch_netem" in why and "kind is unknown" in why
-    assert netem.parse_probe("qdisc netem 4e44: root refcnt 2 limit 1000 delay 1ms\nrc=0") == (True, "sch_netem available")
+    assert (netem.parse_probe("qdisc netem 4e44: root refcnt 2 limit 1000 delay 1ms\nrc=0")
+            == (True, "sch_netem available"))
     assert not netem.parse_probe("RTNETLINK answers: Operation not permitted")[0]
 
 
@@ -275,7 +275,8 @@ def test_pumba_runs_a_fake_binary(tmp_path, monkeypatch):
     assert pumba.binary() == str(exe)
     c = FakeCluster()
     pumba.run(pumba.kill_argv(c, [c.topology.node("data1")]))
-    assert log.read_text().split() == ["--label", "ndbchaos.project=proj", "kill", "--signal", "SIGKILL", "proj-data1-1"]
+    assert (log.read_text().split()
+            == ["--label", "ndbchaos.project=proj", "kill", "--signal", "SIGKILL", "proj-data1-1"])
 
 
 # -- toxiproxy client against a fake server ---------------------------------------------------------

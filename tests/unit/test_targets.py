@@ -4,7 +4,7 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.errors import UsageError
-from ndbchaos.faults import targets as T
+from ndbchaos.faults import targets as TG
 from ndbchaos.topology import Node, Topology
 
 
@@ -40,86 +40,86 @@ def names(nodes):
 
 def test_named_and_unknown():
     c = ndb_cluster()
-    assert names(T.node("data2").resolve(c)) == ["data2"]
+    assert names(TG.node("data2").resolve(c)) == ["data2"]
     with pytest.raises(UsageError, match="no node named 'data9'"):
-        T.node("data9").resolve(c)
+        TG.node("data9").resolve(c)
 
 
 def test_nodegroup_and_one_per_nodegroup():
     c = ndb_cluster()
-    assert names(T.nodegroup(1).resolve(c)) == ["data3", "data4"]
+    assert names(TG.nodegroup(1).resolve(c)) == ["data3", "data4"]
     with pytest.raises(UsageError, match="no node group 7"):
-        T.nodegroup(7).resolve(c)
-    s = T.one_per_nodegroup(seed=3)
+        TG.nodegroup(7).resolve(c)
+    s = TG.one_per_nodegroup(seed=3)
     picked = names(s.resolve(c))
     assert len(picked) == 2
     assert picked[0] in ("data1", "data2") and picked[1] in ("data3", "data4")
-    assert names(T.one_per_nodegroup(seed=3).resolve(c)) == picked  # same seed, same choice
+    assert names(TG.one_per_nodegroup(seed=3).resolve(c)) == picked  # same seed, same choice
     assert s.params() == {"selector": "one-per-nodegroup", "picked": picked, "seed": 3}
 
 
 def test_random_choice_records_a_seed_that_replays_it():
     c = ndb_cluster()
-    s = T.one_data()
+    s = TG.one_data()
     first = names(s.resolve(c))
     assert s.seed is not None and s.params()["seed"] == s.seed
-    assert names(T.one_data(seed=s.seed).resolve(c)) == first
+    assert names(TG.one_data(seed=s.seed).resolve(c)) == first
 
 
 def test_run_seed_makes_choices_reproducible():
     picks = []
     for _ in range(2):
         c = ndb_cluster(options={"seed": 1234})
-        picks.append([names(T.one_data().resolve(c)), names(T.sql(k=1).resolve(c))])
+        picks.append([names(TG.one_data().resolve(c)), names(TG.sql(k=1).resolve(c))])
     assert picks[0] == picks[1]
 
 
 def test_roles():
     c = ndb_cluster()
-    assert names(T.arbitrators().resolve(c)) == ["mgm1", "mgm2"]
-    assert len(T.arbitrators(k=1, seed=1).resolve(c)) == 1
-    assert names(T.sql().resolve(c)) == ["sql1", "sql2"]
-    assert names(T.all_data().resolve(c)) == ["data1", "data2", "data3", "data4"]
+    assert names(TG.arbitrators().resolve(c)) == ["mgm1", "mgm2"]
+    assert len(TG.arbitrators(k=1, seed=1).resolve(c)) == 1
+    assert names(TG.sql().resolve(c)) == ["sql1", "sql2"]
+    assert names(TG.all_data().resolve(c)) == ["data1", "data2", "data3", "data4"]
     with pytest.raises(UsageError, match="asked for 5"):
-        T.random_nodes((TP.DATA,), k=5, seed=1).resolve(c)
+        TG.random_nodes((TP.DATA,), k=5, seed=1).resolve(c)
 
 
 def test_master_is_engine_supplied():
     c = ndb_cluster(engine=FakeEngine(master="data3"))
-    assert names(T.master().resolve(c)) == ["data3"]
+    assert names(TG.master().resolve(c)) == ["data3"]
     with pytest.raises(UsageError, match="no master"):
-        T.master().resolve(ndb_cluster())
+        TG.master().resolve(ndb_cluster())
 
 
 def test_galera_sql_nodes_are_the_data_nodes():
     nodes = [Node(f"data{i}", TP.DATA, f"c{i}", nodegroup=0, nodeid=i, serves_sql=True, sql_port=1000 + i)
              for i in (1, 2, 3)] + [Node("arb", TP.ARBITRATOR, "ca", nodeid=9)]
     c = FakeCluster(nodes)
-    assert names(T.sql().resolve(c)) == ["data1", "data2", "data3"]
-    assert names(T.arbitrators().resolve(c)) == ["arb"]
-    assert names(T.one_per_nodegroup(seed=1).resolve(c))[0].startswith("data")
+    assert names(TG.sql().resolve(c)) == ["data1", "data2", "data3"]
+    assert names(TG.arbitrators().resolve(c)) == ["arb"]
+    assert names(TG.one_per_nodegroup(seed=1).resolve(c))[0].startswith("data")
 
 
 def test_parse_specs():
     c = ndb_cluster()
-    assert names(T.parse("data2").resolve(c)) == ["data2"]
-    assert names(T.parse("ng:1").resolve(c)) == ["data3", "data4"]
-    assert len(T.parse("one-data@5").resolve(c)) == 1
-    assert T.parse("one-data@5").seed == 5
-    assert names(T.parse("arbitrator").resolve(c)) == ["mgm1", "mgm2"]
-    assert len(T.parse("sql:1").resolve(c)) == 1
-    assert len(T.parse("random:data+sql:3@9").resolve(c)) == 3
-    assert names(T.parse("all-data").resolve(c)) == ["data1", "data2", "data3", "data4"]
+    assert names(TG.parse("data2").resolve(c)) == ["data2"]
+    assert names(TG.parse("ng:1").resolve(c)) == ["data3", "data4"]
+    assert len(TG.parse("one-data@5").resolve(c)) == 1
+    assert TG.parse("one-data@5").seed == 5
+    assert names(TG.parse("arbitrator").resolve(c)) == ["mgm1", "mgm2"]
+    assert len(TG.parse("sql:1").resolve(c)) == 1
+    assert len(TG.parse("random:data+sql:3@9").resolve(c)) == 3
+    assert names(TG.parse("all-data").resolve(c)) == ["data1", "data2", "data3", "data4"]
     with pytest.raises(UsageError):
-        T.parse("one-data@x")
+        TG.parse("one-data@x")
     with pytest.raises(UsageError):
-        T.parse("sql:many")
+        TG.parse("sql:many")
 
 
 def test_resolve_mixes_and_dedups_and_records_selection():
     c = ndb_cluster()
-    nodes, params = T.resolve(c, [T.node("data1"), "data1", T.nodegroup(0)])
+    nodes, params = TG.resolve(c, [TG.node("data1"), "data1", TG.nodegroup(0)])
     assert names(nodes) == ["data1", "data2"]
     assert params["selection"][1]["selector"] == "nodegroup 0"
-    nodes, params = T.resolve(c, c.topology.node("sql2"))
+    nodes, params = TG.resolve(c, c.topology.node("sql2"))
     assert names(nodes) == ["sql2"] and params == {}

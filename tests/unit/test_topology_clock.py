@@ -1,10 +1,10 @@
-from ndbchaos import topology as T
+from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.topology import Node, Topology
 
 
 def labels(node, role, ng="", nid=""):
-    return {T.PROJECT: "p1", T.ROLE: role, T.NODE: node, T.NODEGROUP: ng, T.NODEID: nid}
+    return {TP.PROJECT: "p1", TP.ROLE: role, TP.NODE: node, TP.NODEGROUP: ng, TP.NODEID: nid}
 
 
 def test_node_from_labels_parses_group_and_id():

@@ -1,0 +1,192 @@
+"""The engine's expectation of a scenario, judged on the run record.
+
+A scenario's driver records *marks* on the run clock (``fault``: applying the fault began;
+``in_place``: the fault was in effect; ``reacted``: the engine excluded the lost nodes and the
+survivors served again; ``stopped_serving``: the last successful operation anywhere, when the
+cluster was expected to stop; ``shut_down``: the nodes the rules stop had stopped; ``heal``: the
+heal began; ``healthy``: every node healthy again). A mark is None when it was never reached
+(the driver waits up to the bound plus a margin, then carries on: the verdict judges, the driver
+does not). This checker compares the marks, the history, the engine's events and the status
+samples with the expectation (``Engine.expectation`` / ``partition_outcome``):
+
+* ``detection``: in_place -> reacted within ``detection_bound_s`` (a fault the cluster survives);
+* ``stopped serving``: fault -> stopped_serving within ``detection_bound_s`` (a cluster that stops);
+* ``outage on <node>``: every SQL node expected to keep serving has no outage longer than
+  ``detection_bound_s`` (the longest gap between its successful operations, as the availability
+  checker measures it);
+* ``stops serving <node>``: an SQL node expected to stop has no success later than
+  fault + ``detection_bound_s`` until the heal;
+* ``shut down``: in_place -> shut_down within ``details["decision_bound_s"]`` when the rules name
+  nodes that stop themselves (``details["shut_down"]``);
+* ``exit codes``: each of those nodes logged a forced shutdown with ``details["exit_codes"]``;
+* ``events``: every entry of ``details["expected_events"]`` (a kind, or kinds joined by ``|``;
+  a dict's values are lists of such entries) occurs in the engine's events after the fault;
+* ``arbitrator``: ``details["arbitrator_after"]`` is the arbitrator of the last status sample
+  before the heal;
+* ``recovery``: heal -> healthy within ``recovery_bound_s``;
+* ``served again <node>``: every SQL node succeeds within ``detection_bound_s`` of healthy;
+* ``latency on <node>`` (a latency fault, ``latency``): the target's median latency while the
+  fault was in place is at least ``min_p50_ms``, the other endpoints' at most ``others_max_p50_ms``.
+
+SQL nodes in ``affected`` have no requirement while the fault is in place (a client-path fault
+disturbs its target's clients by design).
+
+Valid: False when an objective is missed, "unknown" when one cannot be judged from the record
+(e.g. no status sample), else True. ``details["objectives"]`` lists every objective with its
+measured value and bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import UNKNOWN, Verdict, compose
+from ..history import FINAL_PROCESS
+from .frame import OK, Frame
+
+
+def _obj(name: str, ok, measured=None, bound=None, note: str = "") -> dict:
+    r = lambda x: round(x, 3) if isinstance(x, float) and math.isfinite(x) else x  # noqa: E731
+    return {"name": name, "valid": ok, "measured": r(measured), "bound": r(bound), "note": note}
+
+
+def _within(name: str, start, end, bound: float, what: str) -> dict:
+    if start is None:
+        return _obj(name, UNKNOWN, None, bound, f"no start mark: {what}")
+    if end is None:
+        return _obj(name, False, None, bound, f"not reached: {what}")
+    took = end - start
+    return _obj(name, took <= bound, took, bound, what)
+
+
+def _node_ok_ends(fr: Frame, node: str) -> np.ndarray:
+    if node not in fr.node_names:
+        return np.empty(0)
+    k = fr.node_names.index(node)
+    return np.sort(fr.end[(fr.node == k) & (fr.type == OK) & (fr.process < FINAL_PROCESS)])
+
+
+def _p50_ms(fr: Frame, nodes: list[str], t0, t1) -> float | None:
+    codes = [fr.node_names.index(n) for n in nodes if n in fr.node_names]
+    if t0 is None or t1 is None or not codes:
+        return None
+    m = (fr.type == OK) & np.isin(fr.node, codes) & (fr.start >= t0) & (fr.end <= t1)
+    if not m.any():
+        return None
+    return float(np.median(fr.end[m] - fr.start[m]) * 1000)
+
+
+def _latency(fr: Frame, lat: dict, t0, t1) -> list[dict]:
+    node = lat["node"]
+    slow = _p50_ms(fr, [node], t0, t1)
+    out = [_obj(f"latency on {node}", UNKNOWN if slow is None else slow >= lat["min_p50_ms"], slow,
+                lat["min_p50_ms"], "median latency (ms) while the fault was in place: at least this")]
+    others = [n for n in fr.node_names if n != node]
+    fast = _p50_ms(fr, others, t0, t1)
+    if others and fast is not None:
+        out.append(_obj("latency elsewhere", fast <= lat["others_max_p50_ms"], fast, lat["others_max_p50_ms"],
+                        "median latency (ms) of the other endpoints meanwhile: at most this"))
+    return out
+
+
+def _matches(entry: str, kinds: set[str]) -> bool:
+    return any(k.strip() in kinds for k in entry.split("|"))
+
+
+def _expected_entries(spec) -> list[str]:
+    if isinstance(spec, dict):
+        return [e for v in spec.values() for e in (v if isinstance(v, list) else [v])]
+    return list(spec or [])
+
+
+def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) -> Verdict:
+    """``availability``: the details of the availability verdict of the same history (its
+    per-node longest outages are the figures judged here, so the report shows one number)."""
+    exp = run["expectation"]
+    d = exp.get("details") or {}
+    marks = run.get("marks") or {}
+    det = float(exp["detection_bound_s"])
+    fault, in_place, heal = marks.get("fault"), marks.get("in_place"), marks.get("heal")
+    objectives = []
+
+    if exp.get("engine_reacts", True) and exp["cluster_survives"]:
+        objectives.append(_within("detection", in_place, marks.get("reacted"), det,
+                                  "fault in place -> the survivors re-formed without the lost nodes"))
+    if not exp["cluster_survives"]:
+        objectives.append(_within("stopped serving", fault, marks.get("stopped_serving"), det,
+                                  "fault -> the last successful operation anywhere"))
+
+    per_node = (availability or {}).get("per_node") or {}
+    for node in exp.get("serving") or []:
+        gap = (per_node.get(node) or {}).get("longest_outage_s")
+        objectives.append(_obj(f"outage on {node}", UNKNOWN if gap is None else gap <= det, gap, det,
+                               "expected to keep serving: longest time without a successful operation"))
+    for node in exp.get("stopped_sql") or []:
+        if fault is None:
+            objectives.append(_obj(f"stops serving {node}", UNKNOWN, None, None, "no fault mark"))
+            continue
+        ends = _node_ok_ends(fr, node)
+        until = heal if heal is not None else math.inf
+        late = ends[(ends > fault + det) & (ends < until)]
+        objectives.append(_obj(f"stops serving {node}", len(late) == 0, int(len(late)), 0,
+                               f"successes later than {det:g} s after the fault, before the heal"))
+
+    shut = list(d.get("shut_down") or [])
+    if shut:
+        bound = float(d.get("decision_bound_s") or det)
+        objectives.append(_within("shut down", in_place, marks.get("shut_down"), bound,
+                                  f"fault in place -> {', '.join(shut)} stopped by their own decision"))
+    events = [e for e in run.get("events") or [] if fault is None or e.get("t") is None or e["t"] >= fault - 1]
+    codes = d.get("exit_codes") or {}
+    if shut and codes:
+        ids = {n["name"]: n.get("nodeid") for n in (run.get("topology") or {}).get("nodes", [])}
+        seen: dict = {}
+        for e in events:
+            if e.get("kind") == "forced_shutdown":
+                seen.setdefault(e.get("node"), []).append(e.get("exit_code"))
+        wrong = {n: seen.get(ids.get(n)) for n in shut if codes.get(n) is not None
+                 and codes[n] not in (seen.get(ids.get(n)) or [])}
+        objectives.append(_obj("exit codes", not wrong, wrong or {n: codes.get(n) for n in shut}, codes,
+                               "forced shutdowns in the nodes' own logs"))
+    expected = _expected_entries(d.get("expected_events"))
+    if expected:
+        kinds = {e.get("kind") for e in events}
+        missing = [x for x in expected if not _matches(x, kinds)]
+        objectives.append(_obj("events", (not missing) if run.get("events") is not None else UNKNOWN,
+                               missing or "all present", expected, "the engine's log events after the fault"))
+    if "arbitrator_after" in d:
+        samples = [s for s in run.get("cluster_samples") or []
+                   if heal is None or s["t"] < heal and (in_place is None or s["t"] > in_place)]
+        last = samples[-1].get("arbitrator") if samples else None
+        objectives.append(_obj("arbitrator", UNKNOWN if not samples else last == d["arbitrator_after"], last,
+                               d["arbitrator_after"], "the arbitrator in effect before the heal"))
+
+    lat = exp.get("latency")
+    if lat:
+        objectives += _latency(fr, lat, in_place, heal)
+
+    objectives.append(_within("recovery", heal, marks.get("healthy"), float(exp["recovery_bound_s"]),
+                              f"heal ({exp.get('recovery')}) -> every node healthy"))
+    healthy = marks.get("healthy")
+    for node in exp.get("sql_nodes") or []:
+        if healthy is None:
+            objectives.append(_obj(f"served again {node}", UNKNOWN, None, det, "never healthy"))
+            continue
+        ends = _node_ok_ends(fr, node)
+        after = ends[ends > healthy]
+        first = float(after[0]) if len(after) else None
+        objectives.append(_within(f"served again {node}", healthy, first, det,
+                                  "every node healthy -> the first success on this SQL node"))
+
+    valid = compose(o["valid"] for o in objectives)
+    missed = [o for o in objectives if o["valid"] is not True]
+    if missed:
+        summ = "; ".join(f"{o['name']}: {o['measured']}" + (f" > {o['bound']}" if o["valid"] is False
+                                                           and isinstance(o["bound"], (int, float)) else "")
+                         + f" ({o['note']})" for o in missed)
+    else:
+        summ = f"{len(objectives)} objectives met ({exp.get('family')}: {exp.get('rule', '')[:120]})"
+    return Verdict("expectation", valid, summ, {"objectives": objectives, "rule": exp.get("rule"),
+                                                "family": exp.get("family")})

@@ -1,0 +1,180 @@
+"""One driver for every scenario: a scenario is a declaration, the driver plays it.
+
+    Scenario("kill_one_data_node", "datanode_loss", "SIGKILL one data node, then node restart",
+             fault=lambda c, rng: Kill(c, [rng.choice(c.topology.data_nodes)]))
+
+``play(run, scenario)`` builds the fault from the declaration (its targets drawn with the run's
+seeded random generator), derives the plan from the fault's actual targets
+(``ndbchaos.plans``), and runs the phases:
+
+    baseline   steady load on every SQL node (``baseline_s``)
+    fault      inject; the moments that matter are recorded as marks on the run clock: the fault
+               in place, the cluster's reaction (the lost nodes excluded and the survivors
+               serving, or the clients no longer served), the shutdowns the rules require
+    hold       the fault stays (``hold_s``)
+    recovery   heal, restart what exited (the engine's documented recovery), every node healthy,
+               every SQL node serving again, then ``after_s`` of load
+    verdict    the run record judged by the checkers (``ScenarioRun.finish``)
+
+The driver waits for each reaction up to its bound plus a margin, then carries on: it never
+asserts. The verdict judges (the expectation checker compares the marks with the bounds); the
+test asserts only that the verdict is valid.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import plans
+from .waiting import wait_until
+
+BASELINE_S = 5.0  # steady state before the fault: the throughput baseline
+HOLD_S = 8.0  # the fault stays in place this long after the engine reacted
+AFTER_S = 5.0  # load after recovery, to see throughput come back
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # the test id: kill_one_data_node
+    family: str  # its family (ndbchaos.families): the marker and the plan builder
+    title: str  # the report's title
+    fault: Callable  # (cluster, rng) -> Fault, its targets drawn with rng
+    workload: str = "ledger"
+    expectation: str | None = None  # the engine's expectation family when finer than ``family``
+    via_proxy: bool | Callable = False  # clients go through toxiproxy (bool, or a function of the cluster)
+    latency_ms: float | None = None  # a latency fault's added latency (client_path)
+    slow: bool = False
+    baseline_s: float = BASELINE_S
+    hold_s: float = HOLD_S
+    after_s: float = AFTER_S
+    expectation_kw: dict = field(default_factory=dict)
+
+    def plan(self, cluster, fault) -> plans.Plan:
+        from .families import FAMILIES
+        builder = FAMILIES[self.family].plan
+        if builder == "partition":
+            return plans.partition(cluster, self.family, fault)
+        if builder == "client_path":
+            return plans.client_path(cluster, fault, self.latency_ms)
+        return plans.node_loss(cluster, self.family, fault, self.expectation, **self.expectation_kw)
+
+
+def margin(bound: float) -> float:
+    """How much longer than a bound the driver waits, so that a late reaction is measured
+    (and judged late) rather than only reported missing."""
+    return min(0.5 * bound, 30.0) + 2.0
+
+
+def play(run, scenario: Scenario):
+    """Run one scenario on ``run`` (a ScenarioRun made for it); returns the Result."""
+    cluster = run.cluster
+    fault = scenario.fault(cluster, run.rng)
+    plan = scenario.plan(cluster, fault)
+    run.expect(plan)
+    exp = plan.exp
+    # the engine's durability promise applies to a whole-cluster crash (NDB: the last GCP)
+    window = None if exp.cluster_survives else cluster.engine.crash_loss_window_s(cluster.options)
+
+    with run.phase("baseline", f"steady {run.workload.name} load"):
+        run.start_load()
+        run.hold(scenario.baseline_s)
+
+    with run.phase("fault", f"{fault.kind} {', '.join(fault.window.targets)}"):
+        run.inject(fault)
+        start = run.mark("fault", fault.window.start)
+        # The engine reacts to a fault once it is in place: a kill at once, a graceful stop
+        # (NDB's 'N STOP' returns when the node has handed its work over and stopped) or a
+        # partition's rules after a while. Client-side figures count from the start.
+        in_place = run.mark("in_place", fault.window.applied_at or start)
+        if in_place - start >= 1.0:
+            run.measure("fault applied", in_place - start, "s",
+                        note="applying the fault took this long (a graceful stop hands the node's work over first)")
+        _observe_reaction(run, plan, start, in_place)
+        _wait_shut_down(run, plan, in_place)
+        run.hold(scenario.hold_s)
+
+    with run.phase("recovery", f"heal: {exp.recovery}"):
+        heal = run.mark("heal", run.clock.now())
+        run.heal(fault)  # may itself restart nodes (NDB: those excluded while cut off)
+        run.recover_exited()
+        st, _ = run.wait_healthy(exp.recovery_bound_s + margin(exp.recovery_bound_s))
+        healthy = run.mark("healthy", st.t if st is not None else None)
+        if healthy is not None:
+            run.measure("recovery", healthy - heal, "s", bound=exp.recovery_bound_s,
+                        note=f"heal began ({exp.recovery}) -> every node healthy")
+            for name in plan.sql_nodes:  # judged by the verdict: served again within the bound
+                run.runner.wait_ok(name, after=healthy, timeout=exp.detection_bound_s + 1.0)
+        run.hold(scenario.after_s)
+
+    if window is not None and run.marks.get("stopped_serving") is not None:
+        # The crash that matters for durability is when the cluster stopped committing (the
+        # last acknowledged operation), not when the fault began: a node group's survivors, or
+        # both halves of a split, still acknowledge commits until they shut down.
+        run.check_options.update(gcp_loss_window_s=window, cluster_crash_at=run.marks["stopped_serving"])
+    allowed = exp.details.get("allowed_error_classes")
+    if allowed:
+        run.check_options["allowed_error_classes"] = list(allowed)
+    return run.finish()
+
+
+def _observe_reaction(run, plan, start: float, in_place: float) -> None:
+    exp = plan.exp
+    det = exp.detection_bound_s
+    if not plan.engine_reacts:
+        windows = run.cluster.journal.windows()
+        run.mark("reacted", windows[-1].effective_at if windows else in_place)
+        return
+    if exp.cluster_survives:
+        left = max(1.0, det + margin(det) - (run.clock.now() - in_place))
+        st, _ = run.wait_status(lambda s: run.cluster.engine.loss_detected(s, plan.lost), left,
+                                f"the cluster excludes {', '.join(plan.lost)} and serves")
+        reacted = run.mark("reacted", st.t if st is not None else None)
+        if reacted is not None:
+            run.measure("detection", reacted - in_place, "s", bound=det,
+                        note="fault in place -> the survivors re-formed without the lost nodes (status poll)")
+        return
+    stopped_at = wait_stopped_serving(run, plan.sql_nodes, start, det + margin(det))
+    run.mark("stopped_serving", stopped_at)
+    if stopped_at is not None:
+        run.measure("stopped serving", stopped_at - start, "s", bound=det,
+                    note="fault -> last successful operation anywhere")
+
+
+def _wait_shut_down(run, plan, in_place: float) -> None:
+    """The nodes the engine's rules say must shut themselves down (``details["shut_down"]``,
+    e.g. NDB data nodes that lose arbitration): wait for their decision before the heal, so that
+    what is healed is what the rules produced."""
+    cluster = run.cluster
+    shut = list(plan.exp.details.get("shut_down") or [])
+    if not shut:
+        return
+    bound = float(plan.exp.details.get("decision_bound_s") or plan.exp.detection_bound_s)
+    with run.step(f"wait until {', '.join(shut)} shut down (bound {bound:.0f} s)"):
+        left = in_place + bound + margin(bound) - run.clock.now()
+        down = wait_until(lambda: all(cluster.engine.process_stopped(cluster, cluster.topology.node(n))
+                                      for n in shut), max(left, 0.0), poll=0.2)
+        t = run.mark("shut_down", run.clock.now() if down else None)
+        if t is not None:
+            run.measure("shut down", t - in_place, "s", bound=bound,
+                        note=f"fault in place -> {', '.join(shut)} stopped by their own decision")
+
+
+def wait_stopped_serving(run, nodes, since: float, timeout: float, quiet: float = 1.5):
+    """Wait until no SQL node has succeeded for ``quiet`` seconds; return the time of the last
+    success (run clock), or None if clients kept succeeding for ``timeout`` seconds."""
+    def stopped():
+        last = max(max((run.runner.last_ok(n) for n in nodes), default=since), since)
+        return (last,) if run.clock.now() - last >= quiet else None  # a tuple: 0.0 is a time
+
+    found = wait_until(stopped, timeout + quiet, poll=0.1)
+    return found[0] if found else None
+
+
+def seeded(rng: random.Random, items):
+    """One of ``items``, drawn with the run's seeded generator (recorded with the run)."""
+    return rng.choice(list(items))
+
+
+__all__ = ["AFTER_S", "BASELINE_S", "HOLD_S", "Scenario", "margin", "play", "seeded", "wait_stopped_serving"]

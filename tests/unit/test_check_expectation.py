@@ -1,0 +1,156 @@
+"""The expectation checker: a run record judged against the engine's expectation. Every objective
+is shown met and missed; a saved run judged again from its file gives the same verdict."""
+
+from __future__ import annotations
+
+import copy
+import io
+
+import pytest
+
+from ndbchaos.checks import check_run
+from ndbchaos.history import ErrorInfo, History
+
+NODES = ("sql1", "sql2")
+
+
+def history(gap_on=None, gap=(10.0, 10.0), late_on=None, until=30.0, errors=()):
+    """Ledger inserts on both SQL nodes every 0.1 s from 0 to ``until``, except a gap on
+    ``gap_on``; ``late_on`` keeps succeeding through the fault; a final read of everything."""
+    h = History("ledger", {})
+    k = 0
+    for i in range(int(until * 10)):
+        t = i / 10
+        for p, node in enumerate(NODES):
+            if gap_on in (node, "*") and gap[0] <= t < gap[1]:
+                continue
+            k += 1
+            h.add(p, "insert", k, "ok", t, t + 0.01, node)
+    for j, (t, node, err) in enumerate(errors):
+        h.add(5, "insert", 10_000 + j, "fail", t, t + 0.01, node, err)
+    h.add(1_000_000, "read", list(range(1, k + 1)), "ok", until + 1, until + 1.1, "sql1")
+    return h
+
+
+def record(**over):
+    exp = {"family": "datanode_loss", "rule": "r", "survivors_serve": True, "cluster_survives": True,
+           "detection_bound_s": 7.0, "recovery_bound_s": 130.0, "recovery": "node_restart",
+           "details": {"expected_events": ["node_disconnected", "arbitration_check_won|arbitration_required",
+                                           "node_failure_completed"]},
+           "serving": list(NODES), "stopped_sql": [], "sql_nodes": list(NODES), "affected": [],
+           "engine_reacts": True}
+    exp.update(over.pop("exp", {}))
+    exp["details"].update(over.pop("details", {}))
+    run = {"version": 1, "engine": "ndb", "expectation": exp,
+           "windows": [{"kind": "kill", "start": 10.0, "end": 18.0, "targets": ["data1"]}],
+           "marks": {"fault": 10.0, "in_place": 10.0, "reacted": 10.8, "heal": 18.0, "healthy": 21.0},
+           "events": [{"t": 10.3, "kind": "node_disconnected", "node": 11},
+                      {"t": 10.3, "kind": "arbitration_check_won"},
+                      {"t": 10.4, "kind": "node_failure_completed", "node": 11}],
+           "topology": {"nodes": [{"name": "data1", "nodeid": 11}, {"name": "data2", "nodeid": 12}]},
+           "cluster_samples": [{"t": 12.0, "healthy": False, "arbitrator": 1}], "check_options": {}}
+    for k, v in over.items():
+        if k == "marks":
+            run["marks"].update(v)
+        else:
+            run[k] = v
+    return run
+
+
+def judge(h, run):
+    h.run = run
+    v = check_run(h)
+    return v, {o["name"]: o for o in v["checks"]["expectation"]["details"]["objectives"]}
+
+
+def test_a_survived_node_kill_meets_every_objective():
+    v, objs = judge(history(), record())
+    assert v["valid"] is True and v["checks"]["expectation"]["valid"] is True
+    assert set(objs) == {"detection", "outage on sql1", "outage on sql2", "events", "recovery",
+                         "served again sql1", "served again sql2"}
+    assert objs["detection"]["measured"] == pytest.approx(0.8)
+
+
+@pytest.mark.parametrize("change,objective", [
+    (dict(marks={"reacted": 18.5}), "detection"),            # later than the 7 s bound
+    (dict(marks={"reacted": None}), "detection"),            # never reached
+    (dict(marks={"healthy": 200.0}), "recovery"),            # 182 s > 130 s
+    (dict(events=[{"t": 10.3, "kind": "node_disconnected"}]), "events"),
+])
+def test_each_objective_fails_when_the_record_breaks_it(change, objective):
+    v, objs = judge(history(), record(**change))
+    assert v["valid"] is False and objs[objective]["valid"] is False
+    assert f"{objective}:" in v["checks"]["expectation"]["summary"]
+
+
+def test_an_outage_on_a_node_expected_to_serve():
+    v, objs = judge(history(gap_on="sql2", gap=(10.0, 19.0)), record())
+    assert objs["outage on sql2"]["valid"] is False and objs["outage on sql2"]["measured"] > 7.0
+    assert objs["outage on sql1"]["valid"] is True
+
+
+def test_served_again_after_recovery():
+    # sql2 silent from the heal to the end: never served again after "healthy" at 21 s
+    v, objs = judge(history(gap_on="sql2", gap=(18.0, 31.0)), record(exp={"serving": ["sql1"]}))
+    assert objs["served again sql2"]["valid"] is False and objs["served again sql1"]["valid"] is True
+
+
+def test_a_cluster_that_must_stop():
+    exp = {"cluster_survives": False, "survivors_serve": False, "serving": [], "stopped_sql": list(NODES)}
+    details = {"shut_down": ["data2"], "decision_bound_s": 10.0, "exit_codes": {"data2": 2305}, "expected_events": []}
+    stop = history(gap_on="*", gap=(10.0, 21.5))  # no success from the fault until after the recovery
+    run = record(exp=exp, details=details, marks={"reacted": None, "stopped_serving": 10.0, "shut_down": 12.0},
+                 events=[{"t": 12.0, "kind": "forced_shutdown", "node": 12, "exit_code": 2305}])
+    v, objs = judge(stop, copy.deepcopy(run))
+    assert v["checks"]["expectation"]["valid"] is True, v["checks"]["expectation"]["summary"]
+    assert {"stopped serving", "stops serving sql1", "shut down", "exit codes"} <= set(objs)
+    # clients still served 7.5 s into the fault (the bound is 7 s): the rules say no SQL node serves
+    v, objs = judge(history(gap_on="*", gap=(17.5, 21.5)), copy.deepcopy(run))
+    assert objs["stops serving sql1"]["valid"] is False and objs["stops serving sql1"]["measured"] > 0
+    # a forced shutdown with another code than the rules give
+    wrong = copy.deepcopy(run)
+    wrong["events"] = [{"t": 12.0, "kind": "forced_shutdown", "node": 12, "exit_code": 2315}]
+    v, objs = judge(stop, wrong)
+    assert objs["exit codes"]["valid"] is False and objs["exit codes"]["measured"] == {"data2": [2315]}
+    # the nodes never stopped
+    v, objs = judge(stop, record(exp=exp, details=details, marks={"stopped_serving": 10.0, "shut_down": None},
+                                 events=run["events"]))
+    assert objs["shut down"]["valid"] is False
+
+
+def test_arbitrator_afterwards_and_unknown_without_samples():
+    v, objs = judge(history(), record(details={"arbitrator_after": 2}))
+    assert objs["arbitrator"]["valid"] is False and objs["arbitrator"]["measured"] == 1
+    v, objs = judge(history(), record(details={"arbitrator_after": 1}))
+    assert objs["arbitrator"]["valid"] is True
+    v, objs = judge(history(), record(details={"arbitrator_after": 1}, cluster_samples=[]))
+    assert objs["arbitrator"]["valid"] == "unknown" and v["valid"] == "unknown"
+
+
+def test_latency_objectives_of_a_client_path_fault():
+    h = History("pk_update", {})
+    for i in range(300):
+        t = i / 10
+        slow = 0.2 if 10 <= t < 18 else 0.002
+        h.add(0, "update", 1, "ok", t, t + slow, "sql1")
+        h.add(1, "update", 1, "ok", t, t + 0.002, "sql2")
+    run = record(exp={"family": "client_path", "engine_reacts": False, "affected": [],
+                      "latency": {"node": "sql1", "min_p50_ms": 142.5, "others_max_p50_ms": 75.0}},
+                 details={"expected_events": []})
+    v, objs = judge(h, run)
+    assert objs["latency on sql1"]["valid"] is True and objs["latency elsewhere"]["valid"] is True
+    run["expectation"]["latency"]["min_p50_ms"] = 300.0
+    v, objs = judge(h, run)
+    assert objs["latency on sql1"]["valid"] is False
+
+
+def test_a_saved_run_gives_the_same_verdict_again():
+    h = history(gap_on="sql2", gap=(10.0, 12.0),
+                errors=[(10.5, "sql2", ErrorInfo(1297, 4010, "temporary", "Got temporary error 4010"))])
+    h.run = record(check_options={"allowed_error_classes": ["temporary"]})
+    live = check_run(h)
+    buf = io.StringIO()
+    h.dump(buf)
+    again = check_run(History.load(io.StringIO(buf.getvalue())))
+    assert again == live and again["valid"] is True
+    assert again["checks"]["errors"]["details"]["allowed_classes"] == ["temporary"]
