@@ -1,6 +1,6 @@
 """Contract suite for the NDB engine against a real MySQL NDB Cluster image.
 
-Runs when NDB is available (``ndbchaos.ndb.image.choose``): an image present locally (an official
+Runs when NDB is available (``ndbchaos.engines.ndb.image.choose``): an image present locally (an official
 one, or ``NDBCHAOS_NDB_IMAGE``) or a MySQL Cluster binary distribution in ``NDBCHAOS_NDB_DIST`` to
 build ``ndbchaos/ndb:<hash>`` from; otherwise every test is reported as skipped with the reason
 and how to get NDB. Nothing here pulls or imitates NDB.
