@@ -37,6 +37,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "gcp_loss_window_s": None,   # NDB: commits acked this long before ...
     "cluster_crash_at": None,    # ... a whole-cluster crash (run seconds, or a list) may be lost
     "allowed_error_classes": None,  # None: temporary and unknown; others make errors invalid
+    "max_p99_ms": None,          # latency: None (measured only), ms for every phase, or {phase: ms}
 }
 
 

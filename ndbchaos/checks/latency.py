@@ -11,6 +11,9 @@ v - 2I, ... down to I. It is computed with numpy (identical bucket counts, thous
 faster than calling it per op) and, when applied, the uncorrected figures are reported too.
 ``params["co_correction"] = false`` or option ``co_correction=False`` turns it off (use that when
 the runner already measures from the intended start time).
+
+Judged only against option ``max_p99_ms`` (a bound for every phase, or per phase); without it
+the verdict is a measurement and valid.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import math
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from . import Verdict
+from . import UNKNOWN, Verdict
 from .frame import OK, PHASES, Frame
 
 LOWEST_US = 1
@@ -184,4 +187,31 @@ def check(fr: Frame, opts: dict) -> Verdict:
         details["note"] = f"coordinated-omission correction capped at {_MAX_SYNTHETIC} synthetic samples"
     parts = [f"{name} p99 {d['p99_ms']} ms" for name, d in phases.items() if d["count"]]
     summ = (", ".join(parts) or "no ok operations") + (" (CO-corrected)" if interval is not None else "")
-    return Verdict("latency", True, summ, details)
+    valid, over = _judge_p99(phases, opts.get("max_p99_ms"))
+    if over:
+        details["over_bound"] = over
+        summ = "p99 above the bound: " + "; ".join(f"{o['phase']} {o['p99_ms']} > {o['bound_ms']} ms"
+                                                    for o in over) + f" -- {summ}"
+    return Verdict("latency", valid, summ, details)
+
+
+def _judge_p99(phases: dict, bound) -> tuple[bool | str, list[dict]]:
+    """Option ``max_p99_ms``: None (a measurement only: valid), a number for every phase, or
+    ``{phase: ms}``. Invalid when a phase's p99 is above its bound; "unknown" when a bounded
+    phase has no successful operation to measure."""
+    if bound is None:
+        return True, []
+    bounds = bound if isinstance(bound, dict) else {name: bound for name in phases}
+    unknown_phase = set(bounds) - set(PHASES)
+    if unknown_phase:
+        raise ValueError(f"max_p99_ms: unknown phase(s) {sorted(unknown_phase)} (phases: {', '.join(PHASES)})")
+    over, unmeasured = [], False
+    for name, ms in bounds.items():
+        if not isinstance(ms, (int, float)) or isinstance(ms, bool) or not ms > 0:
+            raise ValueError(f"max_p99_ms: the bound of {name} must be a positive number of ms")
+        d = phases.get(name)
+        if not d or not d["count"]:
+            unmeasured = True
+        elif d["p99_ms"] > ms:
+            over.append({"phase": name, "p99_ms": d["p99_ms"], "bound_ms": ms})
+    return (False if over else UNKNOWN if unmeasured else True), over

@@ -180,6 +180,27 @@ def test_ledger_non_integer_ids_are_a_format_error():
         run(hist("ledger", ops))
 
 
+# -- latency ------------------------------------------------------------------------------------
+
+def test_latency_is_a_measurement_unless_bounded_and_fails_above_its_bound():
+    # ops take 50 ms; a window from 0.45 to 0.75 s makes baseline, fault and recovery phases
+    ops = ledger_ops(n=10)
+    windows = [{"kind": "kill", "start": 0.45, "end": 0.75, "targets": ["x"]}]
+    assert run(hist("ledger", ops), windows)["checks"]["latency"]["valid"] is True
+    lat = run(hist("ledger", ops), windows, max_p99_ms=20)["checks"]["latency"]
+    assert lat["valid"] is False and {o["phase"] for o in lat["details"]["over_bound"]} == {
+        "baseline", "fault", "recovery"}
+    assert "p99 above the bound" in lat["summary"]
+    lat = run(hist("ledger", ops), windows, max_p99_ms={"fault": 20, "baseline": 100})["checks"]["latency"]
+    assert lat["valid"] is False and [o["phase"] for o in lat["details"]["over_bound"]] == ["fault"]
+    assert run(hist("ledger", ops), windows, max_p99_ms=150)["checks"]["latency"]["valid"] is True  # the read: 100 ms
+    # a bounded phase with nothing to measure cannot be judged
+    short = [op for op in ops if not 0.45 <= op[5] <= 0.75]
+    assert run(hist("ledger", short), windows, max_p99_ms={"fault": 100})["checks"]["latency"]["valid"] == UNKNOWN
+    with pytest.raises(ValueError):
+        run(hist("ledger", ops), windows, max_p99_ms={"during": 100})
+
+
 # -- bank invariant ---------------------------------------------------------------------------
 
 BANK = {"accounts": 3, "total": 30}
