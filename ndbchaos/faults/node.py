@@ -34,8 +34,11 @@ class Kill(Fault):
         if self.backend == "pumba":
             pumba.run(pumba.kill_argv(self.cluster, self.targets, self.signal))
             return
-        # Every container first, then the signals together: several targets (a node group) die
-        # at the same moment, not one Docker round trip after the other.
+        self._signal_all()
+
+    def _signal_all(self) -> None:
+        """Every container first, then the signals together: several targets (a node group) die
+        at the same moment, not one Docker round trip after the other."""
         containers = [self.cluster.container(t) for t in self.targets]
         if len(containers) == 1:
             containers[0].kill(signal=self.signal)
@@ -224,15 +227,7 @@ class KillDuringRecovery(Kill):
 
     def _apply(self) -> None:
         import time
-        # Every container first, then the signals together: several targets (a node group) die
-        # at the same moment, not one Docker round trip after the other.
-        containers = [self.cluster.container(t) for t in self.targets]
-        if len(containers) == 1:
-            containers[0].kill(signal=self.signal)
-            return
-        with ThreadPoolExecutor(len(containers)) as pool:
-            for f in [pool.submit(c.kill, signal=self.signal) for c in containers]:
-                f.result()
+        self._signal_all()
         t_kill = time.monotonic()
         for t in self.targets:
             c = self.cluster.container(t)
@@ -279,6 +274,9 @@ class KillDuringRecovery(Kill):
         self.window.params["second_kill"] = self.second_kill
 
     def _verify_applied(self) -> str:
+        missing = [t.name for t in self.targets if t.name not in self.second_kill]
+        if missing:
+            raise FaultNotEffective(f"{', '.join(missing)}: no second kill during recovery")
         ev = super()._verify_applied()
         how = "; ".join(f"{k} killed again {v['after_restart_s']}s after restart in state {v['state']}"
                         + ("" if v["seen_recovering"] or v["state"] == "(delay)" else " (never seen recovering)")
