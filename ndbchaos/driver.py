@@ -51,6 +51,12 @@ class Scenario:
     after_s: float = AFTER_S
     expectation_kw: dict = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # what pytest and the Allure report show as the parameter: the name, stable from run to
+        # run (the default repr holds the fault function's address, which would give every run
+        # another Allure history id)
+        return self.name
+
     def plan(self, cluster, fault) -> plans.Plan:
         from .families import FAMILIES
         builder = FAMILIES[self.family].plan

@@ -64,8 +64,9 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     assert labelled("ps", project) == [] and labelled("network", project) == [], "cluster left behind"
 
     res = allure_results(results)
-    # test ids are the scenario declarations' names: test_datanode_loss[kill_one_data_node]
-    by_name = {x["fullName"].rsplit("#", 1)[-1].split("[", 1)[-1].rstrip("]"): x for x in res}
+    # each result's parameter "sc" is the scenario declaration's name (its test id's parameter:
+    # test_datanode_loss[kill_one_data_node])
+    by_name = {next(p["value"] for p in x.get("parameters", []) if p["name"] == "sc"): x for x in res}
     for name in ("kill_one_data_node", "kill_whole_nodegroup", "kill_arbitrator",
                  "lose_one_sql_node", "isolate_one_data_node", "latency_on_one_sql_node"):
         assert name in by_name, sorted(by_name)
@@ -75,7 +76,7 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
         for want in ("node states before", "node states after", "run.jsonl", "timeline", "verdict"):
             assert want in names, (name, sorted(names))
     kill = by_name["kill_one_data_node"]
-    params = {p["name"]: float(p["value"]) for p in kill.get("parameters", [])}
+    params = {p["name"]: float(p["value"]) for p in kill.get("parameters", []) if p["name"] != "sc"}
     assert {"detection [s]", "recovery [s]", "outage (all SQL nodes) [s]"} <= set(params), sorted(params)
     steps = [s["name"] for s in kill["steps"]]
     assert [s.split(":")[0] for s in steps[:3]] == ["baseline", "fault", "recovery"], steps
