@@ -77,6 +77,7 @@ class ScenarioRun:
         self.seed = seed if seed is not None else random.randrange(1 << 30)
         self.rng = random.Random(self.seed)
         self.title = title
+        self.scenario: dict = {}  # name, family, test id, node id, markers (set by the play fixture)
         eng = cluster.engine
         # The engine's settings first (e.g. NDB's locking reads for the bank), the caller's over them.
         self.workload = get_workload(workload, **{**eng.workload_params(workload), **(workload_params or {})})
@@ -204,7 +205,8 @@ class ScenarioRun:
         exp = self.plan.to_record() if self.plan is not None else None
         return _plain({
             "version": 1, "engine": self.cluster.engine.name, "project": self.cluster.project, "title": self.title,
-            "seed": self.seed, "topology": self.cluster.topology.to_dict(), "expectation": exp,
+            "seed": self.seed, "scenario": self.scenario, "topology": self.cluster.topology.to_dict(),
+            "expectation": exp,
             "windows": [w.to_dict() for w in self.cluster.journal.windows(since=self.t0)],
             "phases": self.phases, "marks": self.marks, "check_options": self.check_options,
             "cluster_samples": [{"t": round(t, 3), "healthy": ok, "arbitrator": (s or {}).get("arbitrator")}

@@ -50,6 +50,7 @@ def _block(fr: Frame, mask: np.ndarray) -> dict:
                 "class": CLASSES[k], "count": n, "example": msgs.get(row, "")[:200],
             })
     return {
+        "ops": int(np.count_nonzero(mask)),  # every operation of the block, failed or not
         "count": int(len(idx)),
         "fail": int(np.count_nonzero(fr.type[idx] == 1)),
         "info": int(np.count_nonzero(fr.type[idx] == 2)),

@@ -14,6 +14,7 @@ import pytest
 
 from .helpers import REPO, allure_results, labelled, project_of, run_pytest
 
+EXAMPLE_GATE = REPO / "examples" / "gate" / "availability.toml"
 ALLURE = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools")) \
     / "npm" / "node_modules" / ".bin" / "allure"
 
@@ -54,9 +55,10 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
         why = unavailable()
         if why:
             pytest.skip(f"NDB not available: {why}")
-    results = tmp_path / "allure-results"
+    results, gate_out = tmp_path / "allure-results", tmp_path / "gate.json"
     r = run_pytest(["scenarios", "-m", "not slow", "-p", "no:cacheprovider", "-q", "--engine", engine,
-                    "--alluredir", str(results)], timeout=2400)
+                    "--alluredir", str(results), "--gate", str(EXAMPLE_GATE), "--gate-out", str(gate_out)],
+                   timeout=2400)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     project = project_of(out)
@@ -93,6 +95,20 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     assert (results / "environment.properties").exists()
     env = (results / "environment.properties").read_text()
     assert f"engine={engine}\n" in env, env
+
+    # The example gate passes on a healthy run; the slow scenario it names is NOT EVALUATED;
+    # judged again offline from the saved results, every judged row is the same.
+    gate = json.loads(gate_out.read_text())
+    assert gate["result"] in ("pass", "warn"), [x for x in gate["rows"] if x["status"] == "FAIL"]
+    assert "availability gate" in out and ("gate PASS" in out or "gate WARN" in out), out[-3000:]
+    assert {x["scenario"] for x in gate["rows"] if x["status"] == "NOT EVALUATED"} == {
+        "test_datanode_loss[kill_again_while_recovering]"}
+    again = tmp_path / "again.json"
+    g = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "gate", str(EXAMPLE_GATE), str(results),
+                        "--json-out", str(again)], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert g.returncode == 0, g.stdout[-2000:] + g.stderr[-2000:]
+    judged = [x for x in gate["rows"] if x["status"] != "NOT EVALUATED"]
+    assert [x for x in json.loads(again.read_text())["rows"] if x["status"] != "NOT EVALUATED"] == judged
 
     # The HTML report, as `bin/chaos run` builds it.
     assert ALLURE.exists(), f"Allure is not installed at {ALLURE} (bin/chaos setup installs it)"

@@ -1,0 +1,238 @@
+"""Judging scenario runs against a gate: measured value, limit and PASS / WARN / FAIL per
+objective, from each run's record alone (the history with its run header), so the live session
+and ``ndbchaos gate`` on saved results give the same answer.
+
+A run is ``(test_id, markers, history)``; its verdict is ``check_run(history, options)``, with
+the options the gate needs (``throughput_back_pct``). A scenario the gate names that did not run
+is NOT EVALUATED, never passed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..checks import UNKNOWN, check_run
+from ..history import OK, History
+from .spec import OBJECTIVES, Gate
+
+PASS, WARN, FAIL, NOT_EVALUATED = "PASS", "WARN", "FAIL", "NOT EVALUATED"
+
+
+@dataclass
+class Run:
+    test_id: str  # test_datanode_loss[kill_one_data_node]
+    markers: list[str]
+    history: History
+    names: list[str] = field(default_factory=list)  # other ids it answers to (scenario name, node id)
+
+    @property
+    def ids(self) -> list[str]:
+        return [self.test_id, *self.names]
+
+
+@dataclass
+class Row:
+    scenario: str
+    objective: str
+    measured: object
+    limit: object
+    status: str
+    severity: str = "fail"
+    note: str = ""
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def _r(x):
+    return round(x, 3) if isinstance(x, float) and math.isfinite(x) else x
+
+
+def measure(run: Run, verdict: dict) -> dict:
+    """Every figure an objective can bound, from the run's record and verdict."""
+    checks = verdict["checks"]
+    av = checks.get("availability", {}).get("details", {})
+    lat = checks.get("latency", {}).get("details", {})
+    err = checks.get("errors", {}).get("details", {})
+    exp = checks.get("expectation", {}).get("details", {})
+    record = run.history.run or {}
+    plan = record.get("expectation") or {}
+    marks = record.get("marks") or {}
+    objectives = {o["name"]: o for o in exp.get("objectives", [])}
+    m: dict = {
+        "outage_s": av.get("longest_outage_s"),
+        "outage_per_node_s": {n: (av.get("per_node", {}).get(n) or {}).get("longest_outage_s")
+                              for n in plan.get("serving") or []},
+        "throughput_back_s": av.get("throughput_recovered_s"),
+        "detection_s": (objectives.get("detection") or {}).get("measured"),
+        "recovery_s": (objectives.get("recovery") or {}).get("measured"),
+        "first_success_s": _first_success(run.history, marks.get("in_place")),
+        "error_classes": sorted(k for k, n in (err.get("all", {}).get("by_class") or {}).items() if n),
+        "error_codes": sorted({c for e in (err.get("all", {}).get("codes") or [])
+                               for c in (e.get("errno"), e.get("engine_code")) if c is not None}),
+        "expectation_valid": checks.get("expectation", {}).get("valid"),
+        "cluster": None if not marks else ("stops" if marks.get("stopped_serving") is not None else "survives"),
+        "safety": {k: checks[k]["valid"] for k in ("durability", "invariant") if k in checks},
+        "verdict_valid": verdict["valid"],
+    }
+    for q in ("p50", "p99", "max"):
+        per = {}
+        for ph, d in {**lat.get("phases", {}), "all": lat.get("all", {})}.items():
+            if d.get("count"):
+                per[ph] = d.get(f"{q}_ms")
+                for f, fd in (d.get("by_f") or {}).items():
+                    if fd.get("count"):
+                        per[f"{ph}.{f}"] = fd.get(f"{q}_ms")
+        m[f"latency_{q}_ms"] = per
+    for key, field_ in (("failed_share", "fail"), ("indeterminate_share", "info")):
+        per = {}
+        for ph, d in {**err.get("phases", {}), "all": err.get("all", {})}.items():
+            if d.get("ops"):
+                per[ph] = round(d[field_] / d["ops"], 6)
+        m[key] = per
+    return m
+
+
+def _first_success(h: History, in_place) -> float | None:
+    if in_place is None:
+        return None
+    c = h.cols
+    typ, start, end = (np.frombuffer(x, dtype=d) for x, d in ((c.type, np.uint8), (c.start, np.float64),
+                                                               (c.end, np.float64)))
+    ends = end[(typ == OK) & (start >= in_place)]
+    return _r(float(ends.min()) - in_place) if len(ends) else None
+
+
+def _status(ok, severity: str) -> str:
+    if ok is None or ok == UNKNOWN:
+        return NOT_EVALUATED
+    return PASS if ok else (WARN if severity == "warn" else FAIL)
+
+
+def judge(run: Run, gate: Gate, baseline: dict | None = None) -> tuple[list[Row], dict]:
+    """The rows of one run, and its measurements (what a later run's regression compares with)."""
+    objectives, severity, regression = gate.for_scenario(run.ids, run.markers)
+    pct = objectives.get("throughput_back_pct", 90.0)
+    verdict = check_run(run.history, {"recovery_fraction": pct / 100.0})
+    m = measure(run, verdict)
+    rows: list[Row] = []
+    sid = run.test_id
+
+    def row(name, measured, limit, ok, note=""):
+        rows.append(Row(sid, name, _r(measured), limit, _status(ok, severity.get(name.split(" ")[0], "fail")),
+                        severity.get(name.split(" ")[0], "fail"), note))
+
+    # never negotiable: a lost acknowledged write or a broken invariant fails whatever the file says
+    for k, v in m["safety"].items():
+        rows.append(Row(sid, f"safety: {k}", v, True, PASS if v is True else FAIL, "fail",
+                        "no lost acknowledged write and no broken invariant (not configurable)"))
+    rows.append(Row(sid, "scenario verdict", m["verdict_valid"], True, PASS if m["verdict_valid"] is True else FAIL,
+                    "fail", "the scenario's own checks (a failed scenario is also a failed test)"))
+    for name, limit in objectives.items():
+        kind = OBJECTIVES[name][0]
+        if name == "throughput_back_pct":
+            continue
+        if kind == "s" and name == "outage_per_node_s":
+            per = m[name]
+            if not per:
+                row(name, None, limit, None, "no SQL node was expected to keep serving")
+            for node, v in per.items():
+                row(f"{name} {node}", v, limit, None if v is None else v <= limit)
+        elif kind == "s":
+            v = m[name]
+            note = f"at {pct:g} % of baseline" if name == "throughput_back_s" else ""
+            row(name, v, limit, None if v is None else v <= limit, note)
+        elif kind in ("ms_by_phase", "share_by_phase"):
+            for ph, lim in limit.items():
+                v = m[name].get(ph)
+                row(f"{name} {ph}", v, lim, None if v is None else v <= lim)
+        elif kind == "classes":
+            bad = [c for c in m["error_classes"] if c not in limit]
+            row(name, m["error_classes"], limit, not bad, f"not allowed: {', '.join(bad)}" if bad else "")
+        elif kind == "codes":
+            bad = [c for c in m["error_codes"] if c not in limit]
+            row(name, m["error_codes"], limit, not bad, f"not allowed: {bad}" if bad else "")
+        elif name == "arbitration":
+            v = m["expectation_valid"]
+            row(name, v, True, None if v in (None, UNKNOWN) else v is True,
+                "the engine's expectation checker (who serves, shutdowns, exit codes, arbitrator, events)")
+        elif name == "cluster":
+            row(name, m["cluster"], limit, None if m["cluster"] is None else m["cluster"] == limit)
+    for name, p in regression.items():
+        base = (baseline or {}).get(sid, {}).get(name)
+        now = m.get(name)
+        if base is None or now is None:
+            rows.append(Row(sid, f"regression {name}", _r(now), None, NOT_EVALUATED,
+                            severity.get(f"regression {name}", "fail"),
+                            "no baseline figure for this scenario" if base is None else "not measured"))
+            continue
+        lim = _r(base * (1 + p / 100.0))
+        sev = severity.get(f"regression {name}", "fail")
+        rows.append(Row(sid, f"regression {name}", _r(now), lim, _status(now <= lim, sev), sev,
+                        f"baseline {base:g} + {p:g} %"))
+    figures = {k: v for k, v in m.items() if k in OBJECTIVES and isinstance(v, (int, float))}
+    return rows, figures
+
+
+def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[str]]] | None = None,
+             baseline: dict | None = None) -> dict:
+    """The gate's result over a session: every run judged, and every scenario the gate names that
+    did not run listed as NOT EVALUATED. ``expected``: (ids, markers) of every scenario that could
+    have run (the collected catalogue); without it, entries that matched no run are listed."""
+    rows: list[Row] = []
+    figures = {}
+    for run in runs:
+        r, f = judge(run, gate, baseline)
+        rows += r
+        figures[run.test_id] = f
+    ran = {run.test_id for run in runs}
+    for ids, markers in expected or []:
+        if ids[0] not in ran and any(gate_matches(e, ids, markers) for e in gate.entries):
+            rows.append(Row(ids[0], "(all)", None, None, NOT_EVALUATED, "fail", "did not run (deselected or skipped)"))
+    for e in gate.entries:
+        if not any(gate_matches(e, run.ids, run.markers) for run in runs) and not any(
+                gate_matches(e, ids, mk) for ids, mk in expected or []):
+            rows.append(Row(" | ".join(e.patterns), "(all)", None, None, NOT_EVALUATED, e.severity,
+                            "no scenario of this run matches"))
+    statuses = {r.status for r in rows}
+    result = "fail" if FAIL in statuses else "warn" if WARN in statuses else "pass"
+    return {"gate": gate.path, "result": result, "rows": [r.to_json() for r in rows],
+            "counts": {s: sum(1 for r in rows if r.status == s) for s in (PASS, WARN, FAIL, NOT_EVALUATED)},
+            "figures": figures}
+
+
+def gate_matches(e, ids, markers) -> bool:
+    from .spec import matches
+    return matches(e, ids, markers)
+
+
+def table(result: dict) -> str:
+    """One text table: scenario, objective, measured, limit, status."""
+    head = ("scenario", "objective", "measured", "limit", "status")
+    rows = [head] + [(r["scenario"], r["objective"], _fmt(r["measured"]), _fmt(r["limit"]),
+                      r["status"] + (f" ({r['note']})" if r["note"] and r["status"] != PASS else ""))
+                     for r in result["rows"]]
+    w = [max(len(str(r[i])) for r in rows) for i in range(4)]
+    lines = ["  ".join(str(c).ljust(w[i]) if i < 4 else str(c) for i, c in enumerate(r)) for r in rows]
+    c = result["counts"]
+    lines.append(f"gate {result['result'].upper()}: {c[PASS]} passed, {c[WARN]} warned, {c[FAIL]} failed, "
+                 f"{c[NOT_EVALUATED]} not evaluated ({result['gate']})")
+    return "\n".join(lines)
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:g}"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(x)}" for k, x in v.items())
+    if isinstance(v, list):
+        return ",".join(map(str, v)) or "none"
+    return str(v)
+
+
+__all__ = ["FAIL", "NOT_EVALUATED", "PASS", "Row", "Run", "WARN", "evaluate", "judge", "measure", "table"]

@@ -1,0 +1,113 @@
+"""``pytest --gate FILE``: the gate inside a pytest session.
+
+Registered by the ndbchaos plugin when ``--gate`` is given (a bad file stops the session with
+one line before anything starts). Checks every pattern against the collected catalogue before
+any cluster starts, judges each scenario as it finishes (its rows are attached to its Allure
+result and summed up in one line), and at the end prints one table, writes ``gate.json`` and,
+when no test failed otherwise, exits with ``GATE_FAILED`` if an objective of severity fail was
+missed. Scenarios the gate names that did not run are NOT EVALUATED.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from . import GATE_FAILED, FAIL, NOT_EVALUATED, WARN, Run, evaluate, judge, table
+from .results import load_baseline
+from .spec import Gate
+
+NAME = "ndbchaos-gate"
+
+
+def scenario_ids(item) -> tuple[list[str], list[str]]:
+    """(ids, markers) of a collected scenario: its test id (name with parameters), the scenario
+    name (the parameter id) and node id; its markers."""
+    ids = [item.name]
+    spec = getattr(item, "callspec", None)
+    if spec is not None:
+        ids.append(spec.id)
+    ids.append(item.nodeid)
+    return ids, [m.name for m in item.iter_markers()]
+
+
+class GatePlugin:
+    def __init__(self, gate: Gate, out: Path, baseline: str | None):
+        self.gate, self.out = gate, out
+        self.baseline = load_baseline(baseline or gate.baseline)
+        self.runs: list[Run] = []
+        self.expected: list[tuple[list[str], list[str]]] = []
+        self.lines: dict[str, str] = {}
+        self.result: dict | None = None
+        self.aborted = False  # the session stopped on a bad pattern: nothing to judge or write
+
+    @pytest.hookimpl(tryfirst=True)  # before -m/-k deselect: the whole catalogue that was collected
+    def pytest_collection_modifyitems(self, session, config, items):
+        self.expected = [scenario_ids(i) for i in items if "play" in getattr(i, "fixturenames", ())]
+        unknown = self.gate.unknown_patterns([ids for ids, _ in self.expected],
+                                             {m for _, ms in self.expected for m in ms})
+        if unknown:
+            e = unknown[0]
+            self.aborted = True
+            raise pytest.UsageError(f"{self.gate.path}:{e.line}: match {e.patterns}: no collected scenario or "
+                                    "marker matches (a typo, or a scenario outside the collected paths)")
+
+    def add(self, item, history) -> list[dict]:
+        """A finished scenario: judged now (its rows go to its report and one progress line)."""
+        ids, markers = scenario_ids(item)
+        run = Run(ids[0], markers, history, ids[1:])
+        self.runs.append(run)
+        rows, _ = judge(run, self.gate, self.baseline)
+        bad = [r for r in rows if r.status in (FAIL, WARN)]
+        self.lines[item.nodeid] = (f"gate {ids[0]}: " + ("; ".join(f"{r.objective} {r.measured} > {r.limit} {r.status}"
+                                                              for r in bad) or "every objective met"))
+        return [r.to_json() for r in rows]
+
+    def pytest_runtest_logreport(self, report):
+        if report.when == "teardown" and report.nodeid in self.lines:
+            tr = self._terminal()
+            if tr is not None:
+                tr.write_line(self.lines.pop(report.nodeid))
+
+    @pytest.hookimpl(trylast=True)  # after the ndbchaos plugin wrote the Allure environment
+    def pytest_sessionfinish(self, session):
+        if self.aborted:
+            return
+        ran = {r.test_id for r in self.runs}
+        expected = [x for x in self.expected if x[0][0] not in ran]
+        self.result = evaluate(self.gate, self.runs, expected + [(r.ids, r.markers) for r in self.runs],
+                               self.baseline)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.write_text(json.dumps(self.result, indent=1))
+        if self.result["result"] == "fail" and session.exitstatus == 0:
+            session.exitstatus = GATE_FAILED
+        alluredir = getattr(session.config.option, "allure_report_dir", None)
+        env = Path(alluredir) / "environment.properties" if alluredir else None
+        if env is not None and env.exists():
+            c = self.result["counts"]
+            with env.open("a") as fh:
+                fh.write(f"gate={self.result['result'].upper()} ({c[FAIL]} failed, {c[WARN]} warned, "
+                         f"{c[NOT_EVALUATED]} not evaluated; {Path(self.gate.path).name})\n")
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.result is None:
+            return
+        terminalreporter.section("availability gate")
+        terminalreporter.write_line(table(self.result))
+        c = self.result["counts"]
+        terminalreporter.write_line(f"written to {self.out}" + (f"; {c[NOT_EVALUATED]} not evaluated"
+                                                                 if c[NOT_EVALUATED] else ""))
+        if self.result["result"] == "fail":
+            terminalreporter.write_line(f"exit code {GATE_FAILED}: the gate failed", red=True)
+
+    def _terminal(self):
+        return getattr(self, "_tr", None)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_configure(self, config):
+        self._tr = config.pluginmanager.get_plugin("terminalreporter")
+
+
+__all__ = ["GatePlugin", "NAME", "scenario_ids"]

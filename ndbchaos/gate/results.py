@@ -1,0 +1,85 @@
+"""Runs and baselines from what an earlier session left: an Allure results directory (each
+scenario's ``run.jsonl`` attachment), a directory of ``*.jsonl`` run records, or one run record;
+a baseline is an earlier ``gate.json`` (its ``figures``) or any of those."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import UsageError
+from ..history import History, HistoryFormatError
+from .evaluate import Run, judge
+from .spec import Entry, Gate
+
+
+def run_of(history: History, name: str) -> Run:
+    """A Run from a run record; the scenario's ids and markers come from its header."""
+    sc = (history.run or {}).get("scenario") or {}
+    test_id = sc.get("test") or sc.get("name") or name
+    names = [x for x in (sc.get("name"), sc.get("nodeid")) if x and x != test_id]
+    return Run(test_id, list(sc.get("markers") or ([sc["family"]] if sc.get("family") else [])), history, names)
+
+
+def _allure_run_files(d: Path) -> list[tuple[Path, str]]:
+    """(run record, result name) of every scenario result, oldest first."""
+    out = []
+    for res in sorted(d.glob("*-result.json")):
+        try:
+            r = json.loads(res.read_text())
+        except (OSError, ValueError):
+            continue
+        if r.get("status") == "skipped":
+            continue
+        stack = [r]
+        while stack:
+            x = stack.pop()
+            for a in x.get("attachments", []):
+                if a.get("name") == "run.jsonl":
+                    out.append((r.get("start") or 0, d / a["source"], r.get("name", res.name)))
+            stack += x.get("steps", [])
+    return [(f, name) for _, f, name in sorted(out, key=lambda x: x[0])]
+
+
+def load_runs(path: str | Path) -> list[Run]:
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"results {p}: not found")
+    files = [(p, p.name)] if p.is_file() else (
+        _allure_run_files(p) or [(f, f.name) for f in sorted(p.glob("*.jsonl*"))])
+    runs = []
+    for f, name in files:
+        try:
+            h = History.read_jsonl(f)
+        except (OSError, HistoryFormatError) as e:
+            raise UsageError(f"{f}: not a run record: {e}") from None
+        if h.run is None:
+            continue  # a bare history: no scenario to judge
+        runs.append(run_of(h, name))
+    if not runs:
+        raise UsageError(f"results {p}: no scenario run record (run.jsonl) in it")
+    # one run per scenario: the latest (results of several sessions may share a folder)
+    latest: dict[str, Run] = {}
+    for r in runs:
+        latest[r.test_id] = r
+    return list(latest.values())
+
+
+def load_baseline(path: str | Path | None) -> dict | None:
+    """{test_id: {objective: figure}}."""
+    if path is None:
+        return None
+    p = Path(path)
+    if p.is_file() and p.suffix == ".json":
+        try:
+            data = json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise UsageError(f"baseline {p}: not JSON: {e}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("figures"), dict):
+            raise UsageError(f"baseline {p}: not a gate.json (no 'figures')")
+        return data["figures"]
+    empty = Gate(str(p), Entry([], {}), [])  # no objectives: the figures only
+    return {r.test_id: judge(r, empty)[1] for r in load_runs(p)}
+
+
+__all__ = ["load_baseline", "load_runs", "run_of"]

@@ -1,0 +1,180 @@
+"""The availability gate without a cluster: the file's validation (one line naming file, line and
+key), every objective judged on run records, safety that no file can turn off, severities,
+NOT EVALUATED for what did not run, regression against a baseline, and the CLI's exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ndbchaos.cli import main
+from ndbchaos.gate import FAIL, GATE_FAILED, NOT_EVALUATED, PASS, WARN, GateFileError, Run, evaluate, load
+from ndbchaos.history import ErrorInfo
+from tests.unit.test_check_expectation import history, record
+
+E_PERM = ErrorInfo(1146, None, "permanent", "Table doesn't exist")
+
+
+def run(test="test_datanode_loss[kill_one_data_node]", family="datanode_loss", h=None, **over):
+    h = h or history(gap_on="sql1", gap=(10.0, 12.0))  # sql1 serves nothing for 2 s
+    h.run = record(**over)
+    h.run["scenario"] = {"name": test.split("[")[-1].rstrip("]"), "family": family, "test": test,
+                         "markers": [family, "docker"]}
+    return Run(test, [family, "docker"], h, [h.run["scenario"]["name"]])
+
+
+def gate_file(tmp_path, text: str):
+    p = tmp_path / "gate.toml"
+    p.write_text(text)
+    return load(p)
+
+
+def rows(result, objective=None):
+    return [r for r in result["rows"] if objective is None or r["objective"].startswith(objective)]
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text,where", [
+    ('[[scenario]]\nmatch = "datanode_loss"\noutage_s = "fast"\n', ":3: [[scenario]] #1 outage_s: must be a number"),
+    ('[defaults]\nrecovery_s = 60\n\n[[scenario]]\nmatch = "x"\nbogus = 1\n', ":6: [[scenario]] #1 bogus: unknown key"),
+    ('[[scenario]]\nmatch = "x"\nlatency_p99_ms = { during = 5 }\n', ":3: [[scenario]] #1 latency_p99_ms: 'during'"),
+    ('[[scenario]]\nmatch = "x"\nfailed_share = { fault = 2 }\n',
+     ":3: [[scenario]] #1 failed_share: fault: must be a share"),
+    ('[[scenario]]\noutage_s = 1\n', "[[scenario]] #1 match: must be"),
+    ('severity = "warn"\n', ":1: severity: unknown key"),
+    ('[[scenario]]\nmatch = "x"\nwarn = ["nope"]\n', ":3: [[scenario]] #1 warn:"),
+    ('[[scenario]]\nmatch = "x"\nregression_pct = { latency_p99_ms = 10 }\n', "only objectives in seconds"),
+    ('[[scenario]]\nmatch = "x"\ncluster = "maybe"\n', 'cluster: must be "survives" or "stops"'),
+    ("[[scenario\n", "not valid TOML"),
+])
+def test_a_bad_gate_file_is_one_line_naming_line_and_key(tmp_path, text, where):
+    with pytest.raises(GateFileError) as ei:
+        gate_file(tmp_path, text)
+    msg = str(ei.value)
+    assert where in msg and "\n" not in msg and str(tmp_path / "gate.toml") in msg
+
+
+def test_a_missing_gate_file(tmp_path):
+    with pytest.raises(GateFileError, match="not found"):
+        load(tmp_path / "nope.toml")
+
+
+# -- objectives -----------------------------------------------------------------------------------
+
+GATE = """
+[defaults]
+recovery_s = 60
+
+[[scenario]]
+match = "datanode_loss"
+outage_per_node_s = 3.0
+outage_s = 2.0  # some SQL node always served
+detection_s = 5
+first_success_s = 1
+latency_p99_ms = { fault = 100 }
+failed_share = { all = 0.01 }
+allowed_error_classes = ["temporary", "unknown"]
+arbitration = true
+cluster = "survives"
+"""
+
+
+def test_a_healthy_run_passes_every_objective(tmp_path):
+    res = evaluate(gate_file(tmp_path, GATE), [run()])
+    assert res["result"] == "pass", res["rows"]
+    names = {r["objective"] for r in res["rows"]}
+    assert {"safety: durability", "scenario verdict", "recovery_s", "outage_per_node_s sql1",
+            "outage_per_node_s sql2", "detection_s", "first_success_s", "latency_p99_ms fault",
+            "failed_share all", "allowed_error_classes", "arbitration", "cluster", "outage_s"} <= names
+    assert all(r["status"] == PASS for r in res["rows"])
+    assert res["figures"]["test_datanode_loss[kill_one_data_node]"]["recovery_s"] == pytest.approx(3.0)
+
+
+def test_a_tight_objective_fails_and_names_scenario_measured_and_limit(tmp_path):
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "kill_one_data_node"\noutage_per_node_s = 0.1\n')
+    res = evaluate(g, [run()])
+    bad = [r for r in res["rows"] if r["status"] == FAIL]
+    assert res["result"] == "fail" and [r["objective"] for r in bad] == ["outage_per_node_s sql1"]
+    assert bad[0]["scenario"] == "test_datanode_loss[kill_one_data_node]"
+    assert bad[0]["measured"] == pytest.approx(2.1, abs=0.02) and bad[0]["limit"] == 0.1
+
+
+def test_warn_severity_does_not_fail_the_gate(tmp_path):
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\noutage_per_node_s = 0.1\n'
+                            'recovery_s = 1\nwarn = ["outage_per_node_s"]\n')
+    res = evaluate(g, [run()])
+    st = {r["objective"]: r["status"] for r in res["rows"]}
+    assert st["outage_per_node_s sql1"] == WARN and st["recovery_s"] == FAIL
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\nseverity = "warn"\noutage_per_node_s = 0.1\n')
+    assert evaluate(g, [run()])["result"] == "warn"
+
+
+def test_a_lost_write_fails_the_gate_whatever_the_file_says(tmp_path):
+    h = history()
+    h.add(7, "insert", 99_999_999, "ok", 5.0, 5.01, "sql1")  # acknowledged, absent from the final read
+    g = gate_file(tmp_path, '[defaults]\nseverity = "warn"\n')
+    res = evaluate(g, [run(h=h)])
+    safety = rows(res, "safety")[0]
+    assert safety["status"] == FAIL and res["result"] == "fail"
+
+
+def test_error_classes_and_codes(tmp_path):
+    h = history(errors=[(5.0, "sql1", E_PERM)])
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\nallowed_error_classes = ["temporary"]\n'
+                            'allowed_error_codes = [1297]\n')
+    res = evaluate(g, [run(h=h)])
+    st = {r["objective"]: r for r in res["rows"]}
+    assert st["allowed_error_classes"]["status"] == FAIL and "permanent" in st["allowed_error_classes"]["note"]
+    assert st["allowed_error_codes"]["status"] == FAIL and st["allowed_error_codes"]["measured"] == [1146]
+
+
+def test_the_cluster_outcome_and_the_engines_arbitration(tmp_path):
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\ncluster = "stops"\narbitration = true\n')
+    res = evaluate(g, [run(events=[])])  # the engine logged none of the expected events
+    st = {r["objective"]: r["status"] for r in res["rows"]}
+    assert st["cluster"] == FAIL and st["arbitration"] == FAIL
+
+
+def test_a_named_scenario_that_did_not_run_is_not_evaluated(tmp_path):
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "nodegroup_loss"\noutage_s = 1\n')
+    res = evaluate(g, [run()], expected=[(["test_nodegroup_loss[kill_whole_nodegroup]"], ["nodegroup_loss"])])
+    ne = [r for r in res["rows"] if r["status"] == NOT_EVALUATED]
+    assert [r["scenario"] for r in ne] == ["test_nodegroup_loss[kill_whole_nodegroup]"]
+    assert res["result"] == "pass"  # not evaluated is never passed, and never failed either
+    res = evaluate(g, [run()])  # no catalogue known (offline): the entry itself is listed
+    assert [r["scenario"] for r in res["rows"] if r["status"] == NOT_EVALUATED] == ["nodegroup_loss"]
+
+
+def test_regression_against_a_baseline(tmp_path):
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\nregression_pct = { recovery_s = 20 }\n')
+    tid = "test_datanode_loss[kill_one_data_node]"
+    ok = evaluate(g, [run()], baseline={tid: {"recovery_s": 2.8}})  # 3.0 <= 2.8 * 1.2
+    assert rows(ok, "regression")[0]["status"] == PASS
+    bad = evaluate(g, [run()], baseline={tid: {"recovery_s": 2.0}})  # 3.0 > 2.4
+    r = rows(bad, "regression")[0]
+    assert r["status"] == FAIL and r["limit"] == pytest.approx(2.4)
+    assert rows(evaluate(g, [run()], baseline={}), "regression")[0]["status"] == NOT_EVALUATED
+
+
+# -- offline --------------------------------------------------------------------------------------
+
+def test_cli_judges_saved_records_with_the_live_answer_and_exit_codes(tmp_path, capsys):
+    r = run()
+    d = tmp_path / "results"
+    d.mkdir()
+    r.history.write_jsonl(d / "run.jsonl")
+    (tmp_path / "tight.toml").write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_per_node_s = 0.1\n')
+    (tmp_path / "loose.toml").write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_per_node_s = 5\n')
+    out = tmp_path / "gate.json"
+    assert main(["gate", str(tmp_path / "tight.toml"), str(d), "--json-out", str(out)]) == GATE_FAILED
+    text = capsys.readouterr().out
+    assert "test_datanode_loss[kill_one_data_node]" in text and "outage_per_node_s sql1" in text and "FAIL" in text
+    live = evaluate(load(tmp_path / "tight.toml"), [run()])
+    assert json.loads(out.read_text())["rows"] == live["rows"]
+    assert main(["gate", str(tmp_path / "loose.toml"), str(d)]) == 0
+    assert main(["gate", str(tmp_path / "loose.toml"), str(tmp_path / "nothing")]) == 2
+    assert main(["gate", str(tmp_path / "missing.toml"), str(d)]) == 2
+    err = capsys.readouterr().err
+    assert "not found" in err and "Traceback" not in err
