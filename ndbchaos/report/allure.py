@@ -84,7 +84,9 @@ def describe(heading: str, measurements: dict, verdict: dict | None) -> None:
                                f"**verdict**\n\n{lines}\n")
     for m in measurements.values():
         if isinstance(m.value, (int, float)) and not isinstance(m.value, bool):
-            allure.dynamic.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value)
+            # excluded from the history id: a measured figure differs every run, and the id must
+            # not, or Allure could never link a scenario's runs into a history
+            allure.dynamic.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value, excluded=True)
 
 
 def attach_result(run, result) -> None:

@@ -67,3 +67,21 @@ def test_a_tight_objective_fails_the_gate_with_its_exit_code(tmp_path):
     assert c.returncode == GATE_FAILED, c.stdout[-2000:] + c.stderr[-2000:]
     judged = [x for x in live["rows"] if x["status"] != "NOT EVALUATED"]
     assert [x for x in json.loads(again.read_text())["rows"] if x["status"] != "NOT EVALUATED"] == judged
+
+    # The same real run with one acknowledged write taken out of its final read: the gate fails
+    # even with a file whose every objective only warns (safety is not the file's to relax).
+    records = [f for f in results.glob("*-attachment.txt") if f.read_text()[:20].startswith('{"history"')]
+    assert records, sorted(p.name for p in results.iterdir())
+    lines = records[0].read_text().splitlines()
+    ops = [json.loads(ln) for ln in lines[1:]]
+    final = max((o for o in ops if o["f"] == "read" and o["type"] == "ok"), key=lambda o: o["end"])
+    acked = next(o["value"] for o in ops if o["f"] == "insert" and o["type"] == "ok" and o["end"] < final["start"])
+    final["value"] = [v for v in final["value"] if v != acked]
+    tampered = tmp_path / "lost-write.jsonl"
+    tampered.write_text("\n".join([lines[0]] + [json.dumps(o) for o in ops]) + "\n")
+    lenient = tmp_path / "lenient.toml"
+    lenient.write_text('[defaults]\nseverity = "warn"\n')
+    c = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "gate", str(lenient), str(tampered)],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert c.returncode == GATE_FAILED, c.stdout[-2000:] + c.stderr[-2000:]
+    assert [ln for ln in c.stdout.splitlines() if "safety: durability" in ln and "FAIL" in ln], c.stdout[-2000:]
