@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from . import GATE_FAILED, FAIL, NOT_EVALUATED, WARN, Run, evaluate, judge, table
+from . import FAIL, GATE_FAILED, NOT_EVALUATED, PASS, WARN, Run, evaluate, judge, table
 from .results import load_baseline
 from .spec import Gate
 
@@ -54,8 +54,9 @@ class GatePlugin:
             raise pytest.UsageError(f"{self.gate.path}:{e.line}: match {e.patterns}: no collected scenario or "
                                     "marker matches (a typo, or a scenario outside the collected paths)")
 
-    def add(self, item, history) -> list[dict]:
-        """A finished scenario: judged now (its rows go to its report and one progress line)."""
+    def add(self, item, history) -> tuple[list[dict], str]:
+        """A finished scenario: judged now; (its rows, the same as a text table) for its report,
+        and one progress line."""
         ids, markers = scenario_ids(item)
         run = Run(ids[0], markers, history, ids[1:])
         self.runs.append(run)
@@ -63,7 +64,12 @@ class GatePlugin:
         bad = [r for r in rows if r.status in (FAIL, WARN)]
         self.lines[item.nodeid] = (f"gate {ids[0]}: " + ("; ".join(f"{r.objective} {r.measured} > {r.limit} {r.status}"
                                                               for r in bad) or "every objective met"))
-        return [r.to_json() for r in rows]
+        out = [r.to_json() for r in rows]
+        statuses = {r.status for r in rows}
+        mini = {"gate": self.gate.path, "rows": out,
+                "result": "fail" if FAIL in statuses else "warn" if WARN in statuses else "pass",
+                "counts": {s: sum(1 for r in rows if r.status == s) for s in (PASS, WARN, FAIL, NOT_EVALUATED)}}
+        return out, table(mini)
 
     def pytest_runtest_logreport(self, report):
         if report.when == "teardown" and report.nodeid in self.lines:
