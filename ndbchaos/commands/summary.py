@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 from ..errors import UsageError
+from ..report.results import attachments, read_results
 
 TIMES = ("fault applied", "detection", "shut down", "stopped serving", "recovery")
 
@@ -29,13 +30,6 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _attachments(node: dict):
-    for a in node.get("attachments", []):
-        yield a
-    for s in node.get("steps", []):
-        yield from _attachments(s)
-
-
 def _load(folder: Path, source: str):
     try:
         return json.loads((folder / source).read_text())
@@ -48,12 +42,8 @@ def scenario_rows(folder: Path) -> list[dict]:
     if not folder.is_dir():
         raise UsageError(f"{folder}: no such folder (a run writes its results with --alluredir)")
     rows = []
-    for f in sorted(folder.glob("*-result.json")):
-        try:
-            r = json.loads(f.read_text())
-        except (OSError, ValueError):
-            continue
-        att = {a["name"]: a["source"] for a in _attachments(r)}
+    for r in read_results(folder):
+        att = {a["name"]: a["source"] for a in attachments(r)}
         if "measurements" not in att and "measurements (incomplete run)" not in att:
             continue  # not a scenario (framework tests write no measurements)
         m = _load(folder, att.get("measurements") or att["measurements (incomplete run)"]) or {}
@@ -68,7 +58,6 @@ def scenario_rows(folder: Path) -> list[dict]:
         rows.append(row)
     if not rows:
         raise UsageError(f"{folder}: no scenario results in it")
-    rows.sort(key=lambda x: x["start"])
     return rows
 
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..checks import UNKNOWN, check_run
 from ..history import OK, History
-from .spec import OBJECTIVES, Gate
+from .spec import OBJECTIVES, Gate, matches
 
 PASS, WARN, FAIL, NOT_EVALUATED = "PASS", "WARN", "FAIL", "NOT EVALUATED"
 
@@ -112,11 +112,16 @@ def _status(ok, severity: str) -> str:
     return PASS if ok else (WARN if severity == "warn" else FAIL)
 
 
-def judge(run: Run, gate: Gate, baseline: dict | None = None) -> tuple[list[Row], dict]:
-    """The rows of one run, and its measurements (what a later run's regression compares with)."""
+def judge(run: Run, gate: Gate, baseline: dict | None = None,
+          verdict: dict | None = None) -> tuple[list[Row], dict]:
+    """The rows of one run, and its measurements (what a later run's regression compares with).
+    ``verdict``: the run's own verdict (``check_run`` of its record), reused unless the gate asks
+    for another throughput level, which needs the availability checker again."""
     objectives, severity, regression = gate.for_scenario(run.ids, run.markers)
-    pct = objectives.get("throughput_back_pct", 90.0)
-    verdict = check_run(run.history, {"recovery_fraction": pct / 100.0})
+    pct = objectives.get("throughput_back_pct")
+    if verdict is None or pct is not None:
+        verdict = check_run(run.history, None if pct is None else {"recovery_fraction": pct / 100.0})
+    pct = 100.0 * float(verdict["checks"].get("availability", {}).get("details", {}).get("recovery_fraction", 0.9))
     m = measure(run, verdict)
     rows: list[Row] = []
     sid = run.test_id
@@ -190,23 +195,22 @@ def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[s
         figures[run.test_id] = f
     ran = {run.test_id for run in runs}
     for ids, markers in expected or []:
-        if ids[0] not in ran and any(gate_matches(e, ids, markers) for e in gate.entries):
+        if ids[0] not in ran and any(matches(e, ids, markers) for e in gate.entries):
             rows.append(Row(ids[0], "(all)", None, None, NOT_EVALUATED, "fail", "did not run (deselected or skipped)"))
     for e in gate.entries:
-        if not any(gate_matches(e, run.ids, run.markers) for run in runs) and not any(
-                gate_matches(e, ids, mk) for ids, mk in expected or []):
+        if not any(matches(e, run.ids, run.markers) for run in runs) and not any(
+                matches(e, ids, mk) for ids, mk in expected or []):
             rows.append(Row(" | ".join(e.patterns), "(all)", None, None, NOT_EVALUATED, e.severity,
                             "no scenario of this run matches"))
+    return {**summarize(gate, rows), "figures": figures}
+
+
+def summarize(gate: Gate, rows: list[Row]) -> dict:
+    """Result, rows and counts of a set of rows (a session's, or one scenario's)."""
     statuses = {r.status for r in rows}
-    result = "fail" if FAIL in statuses else "warn" if WARN in statuses else "pass"
-    return {"gate": gate.path, "result": result, "rows": [r.to_json() for r in rows],
-            "counts": {s: sum(1 for r in rows if r.status == s) for s in (PASS, WARN, FAIL, NOT_EVALUATED)},
-            "figures": figures}
-
-
-def gate_matches(e, ids, markers) -> bool:
-    from .spec import matches
-    return matches(e, ids, markers)
+    return {"gate": gate.path, "result": "fail" if FAIL in statuses else "warn" if WARN in statuses else "pass",
+            "rows": [r.to_json() for r in rows],
+            "counts": {s: sum(1 for r in rows if r.status == s) for s in (PASS, WARN, FAIL, NOT_EVALUATED)}}
 
 
 def table(result: dict) -> str:
@@ -235,4 +239,5 @@ def _fmt(v) -> str:
     return str(v)
 
 
-__all__ = ["FAIL", "NOT_EVALUATED", "PASS", "Row", "Run", "WARN", "evaluate", "judge", "measure", "table"]
+__all__ = ["FAIL", "NOT_EVALUATED", "PASS", "Row", "Run", "WARN", "evaluate", "judge", "measure", "summarize",
+           "table"]

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from . import FAIL, GATE_FAILED, NOT_EVALUATED, PASS, WARN, Run, evaluate, judge, table
+from . import FAIL, GATE_FAILED, NOT_EVALUATED, WARN, Run, evaluate, judge, table
+from .evaluate import summarize
 from .results import load_baseline
 from .spec import Gate
 
@@ -54,22 +55,18 @@ class GatePlugin:
             raise pytest.UsageError(f"{self.gate.path}:{e.line}: match {e.patterns}: no collected scenario or "
                                     "marker matches (a typo, or a scenario outside the collected paths)")
 
-    def add(self, item, history) -> tuple[list[dict], str]:
+    def add(self, item, history, verdict: dict | None = None) -> tuple[list[dict], str]:
         """A finished scenario: judged now; (its rows, the same as a text table) for its report,
         and one progress line."""
         ids, markers = scenario_ids(item)
         run = Run(ids[0], markers, history, ids[1:])
         self.runs.append(run)
-        rows, _ = judge(run, self.gate, self.baseline)
+        rows, _ = judge(run, self.gate, self.baseline, verdict)
         bad = [r for r in rows if r.status in (FAIL, WARN)]
         self.lines[item.nodeid] = (f"gate {ids[0]}: " + ("; ".join(f"{r.objective} {r.measured} > {r.limit} {r.status}"
                                                               for r in bad) or "every objective met"))
-        out = [r.to_json() for r in rows]
-        statuses = {r.status for r in rows}
-        mini = {"gate": self.gate.path, "rows": out,
-                "result": "fail" if FAIL in statuses else "warn" if WARN in statuses else "pass",
-                "counts": {s: sum(1 for r in rows if r.status == s) for s in (PASS, WARN, FAIL, NOT_EVALUATED)}}
-        return out, table(mini)
+        one = summarize(self.gate, rows)
+        return one["rows"], table(one)
 
     def pytest_runtest_logreport(self, report):
         if report.when == "teardown" and report.nodeid in self.lines:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..history import History, HistoryFormatError
+from ..report.results import attachments, read_results
 from .evaluate import Run, judge
 from .spec import Entry, Gate
 
@@ -22,23 +23,9 @@ def run_of(history: History, name: str) -> Run:
 
 
 def _allure_run_files(d: Path) -> list[tuple[Path, str]]:
-    """(run record, result name) of every scenario result, oldest first."""
-    out = []
-    for res in sorted(d.glob("*-result.json")):
-        try:
-            r = json.loads(res.read_text())
-        except (OSError, ValueError):
-            continue
-        if r.get("status") == "skipped":
-            continue
-        stack = [r]
-        while stack:
-            x = stack.pop()
-            for a in x.get("attachments", []):
-                if a.get("name") == "run.jsonl":
-                    out.append((r.get("start") or 0, d / a["source"], r.get("name", res.name)))
-            stack += x.get("steps", [])
-    return [(f, name) for _, f, name in sorted(out, key=lambda x: x[0])]
+    """(run record, result name) of every scenario result that ran, oldest first."""
+    return [(d / a["source"], r.get("name", "")) for r in read_results(d) if r.get("status") != "skipped"
+            for a in attachments(r) if a.get("name") == "run.jsonl"]
 
 
 def load_runs(path: str | Path) -> list[Run]:

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ndbchaos.report.results import attachments
+
 from .helpers import REPO, allure_results, labelled, project_of, run_pytest
 
 EXAMPLE_GATE = REPO / "examples" / "gate" / "availability.toml"
@@ -20,29 +22,13 @@ ALLURE = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchao
 
 
 def _attachment_source(result, name: str) -> str:
-    found = []
-
-    def walk(node):
-        for a in node.get("attachments", []):
-            if a["name"] == name:
-                found.append(a["source"])
-        for s in node.get("steps", []):
-            walk(s)
-    walk(result)
+    found = [a["source"] for a in attachments(result) if a["name"] == name]
     assert found, f"no attachment {name!r}"
     return found[0]
 
 
 def _attachments(result) -> set[str]:
-    names = set()
-
-    def walk(node):
-        for a in node.get("attachments", []):
-            names.add(a["name"])
-        for s in node.get("steps", []):
-            walk(s)
-    walk(result)
-    return names
+    return {a["name"] for a in attachments(result)}
 
 
 # The catalogue takes about 6 minutes on Galera and 10 on NDB on a quiet 2-core machine; allow

@@ -178,3 +178,17 @@ def test_cli_judges_saved_records_with_the_live_answer_and_exit_codes(tmp_path, 
     assert main(["gate", str(tmp_path / "missing.toml"), str(d)]) == 2
     err = capsys.readouterr().err
     assert "not found" in err and "Traceback" not in err
+
+
+def test_the_live_verdict_is_reused_and_gives_the_offline_rows(tmp_path):
+    from ndbchaos.checks import check_run
+    from ndbchaos.gate import judge
+    g = gate_file(tmp_path, GATE + 'throughput_back_s = 60\n')
+    r = run()
+    live = check_run(r.history)
+    assert judge(r, g, verdict=live)[0] == judge(r, g)[0]
+    # another throughput level needs the availability checker again, whatever verdict is given
+    g2 = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\nthroughput_back_s = 60\n'
+                             'throughput_back_pct = 50\n')
+    rows = {x.objective: x for x in judge(r, g2, verdict=live)[0]}
+    assert rows["throughput_back_s"].note == "at 50 % of baseline"
