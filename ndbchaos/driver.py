@@ -50,6 +50,14 @@ class Scenario:
     hold_s: float = HOLD_S
     after_s: float = AFTER_S
     expectation_kw: dict = field(default_factory=dict)
+    engines: tuple[str, ...] = ()  # the engines where the scenario means something (empty: every engine)
+    elsewhere: str = ""  # why it does not on the others (the skip reason)
+
+    def skip_reason(self, engine: str) -> str | None:
+        """Why this scenario does not run on ``engine`` (None: it does)."""
+        if not self.engines or engine in self.engines:
+            return None
+        return f"{self.name} is for {', '.join(self.engines)} only: {self.elsewhere or 'no such fault on ' + engine}"
 
     def __repr__(self) -> str:
         # what pytest and the Allure report show as the parameter: the name, stable from run to

@@ -51,7 +51,8 @@ class Observer:
             return None
         for n in st.nodes:
             self.samples.append(Sample(st.t, n.node, n.role, n.container, n.state, n.healthy))
-        self.cluster_samples.append((st.t, st.healthy, st.summary))
+        self.cluster_samples.append((st.t, st.healthy, {**(st.summary or {}),
+                                                        "unhealthy": [n.node for n in st.nodes if not n.healthy]}))
         return st
 
     def stop(self) -> None:

@@ -61,6 +61,8 @@ def node_loss(cluster, family: str, fault, expectation: str | None = None, **kw)
         groups = {cluster.topology.node(n).nodegroup for n in names}
         if len(groups) == 1:
             kw.setdefault("nodegroup", groups.pop())
+    if len(names) > 1 and not getattr(fault, "simultaneous", True):
+        kw.setdefault("simultaneous", False)  # lost one after the other: a check each
     exp = cluster.engine.expectation(fam, cluster, nodes=names, lost=len(names), **kw)
     client_path_only = getattr(fault, "client_path", False)
     stopped = _sql(cluster) if not exp.cluster_survives else sql_nodes_on(cluster, names)

@@ -209,8 +209,7 @@ class ScenarioRun:
             "expectation": exp,
             "windows": [w.to_dict() for w in self.cluster.journal.windows(since=self.t0)],
             "phases": self.phases, "marks": self.marks, "check_options": self.check_options,
-            "cluster_samples": [{"t": round(t, 3), "healthy": ok, "arbitrator": (s or {}).get("arbitrator")}
-                                for t, ok, s in self.observer.cluster_samples],
+            "cluster_samples": [_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],
             "status": {"before": self.status_before, "after": status_after},
             "events": events, "framework_events": self.cluster.journal.events(since=self.t0),
         })
@@ -277,3 +276,12 @@ class ScenarioRun:
                 report.attach_incomplete(self, history, events)
             except Exception as e:  # evidence is best effort on a failed run
                 log.warning("attaching the evidence of the incomplete run failed: %s", e)
+
+
+def _sample_record(t: float, healthy: bool, summary: dict) -> dict:
+    """One status sample in the run record: health, the arbitrator and master in effect (node
+    ids; None where the engine has none) and the nodes not healthy."""
+    master = summary.get("master") if summary.get("master") is not None else summary.get("president")
+    return {"t": round(t, 3), "healthy": healthy, "arbitrator": summary.get("arbitrator"), "master": master,
+            "unhealthy": list(summary.get("unhealthy") or [])}
+

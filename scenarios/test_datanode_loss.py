@@ -6,15 +6,23 @@ node's group partner lives, with a check the real engine logs as "node group maj
 clients on the surviving SQL nodes succeed again within the engine's detection bound, the node
 comes back healthy after a node restart within the recovery bound, and no acknowledged write is
 lost.
+
+NDB only (``engines=("ndb",)``; Galera has one group holding every replica and no master): the
+master data node, and after it the node that took over (the verdict checks which node is master
+afterwards: the next in the cluster's succession order, read before the fault); one data node in
+each of two node groups together (the survivors must ask the arbitrator) and 2 s apart (a
+majority each time, no arbitration: the verdict fails if the arbitrator is asked).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from fixtures.scenarios import one_data_node, params
+from fixtures.scenarios import masters, one_data_node, one_per_nodegroup, params
 from ndbchaos.driver import Scenario
-from ndbchaos.faults.node import Kill, KillDuringRecovery, Pause, Stop
+from ndbchaos.faults.node import Kill, KillDuringRecovery, KillInTurn, Pause, Stop
+
+NO_GROUPS = "Galera has one group holding every replica and no master: its data node losses are the quorum cases above"
 
 pytestmark = [pytest.mark.datanode_loss, pytest.mark.docker]
 
@@ -35,6 +43,26 @@ SCENARIOS = [
     Scenario("bank_invariant_through_a_kill", "datanode_loss",
              "bank transfers while one data node is killed: the total never changes",
              fault=lambda c, rng: Kill(c, one_data_node(c, rng)), workload="bank"),
+    # The master (president) dies: the next one is the oldest survivor by the order the nodes
+    # joined, read from the cluster before the fault; the verdict checks who took over.
+    Scenario("kill_master_data_node", "datanode_loss", "SIGKILL the master data node: the oldest survivor takes over",
+             fault=lambda c, rng: Kill(c, masters(c)), engines=("ndb",), elsewhere=NO_GROUPS),
+    # NDB's catalogue: kill the master, then the new master once it has taken over.
+    Scenario("kill_master_then_new_master", "datanode_loss",
+             "SIGKILL the master, then the node that took over: the third in succession is master",
+             fault=lambda c, rng: KillInTurn(c, masters(c, 2)), engines=("ndb",), elsewhere=NO_GROUPS),
+    # NdbRestarts TwoNodeFailure: one node of each of two node groups at the same moment. Half
+    # the data nodes are left, every group still has one: the survivors must ask the arbitrator.
+    Scenario("kill_two_data_nodes_different_nodegroups", "datanode_loss",
+             "SIGKILL one data node in each of two node groups at the same moment",
+             fault=lambda c, rng: Kill(c, one_per_nodegroup(c, rng)), expectation="two_datanodes_different_ng",
+             engines=("ndb",), elsewhere=NO_GROUPS),
+    # The same two nodes 2 s apart (NDB's "two node failures within 3 s"): the first loss has
+    # been handled when the second comes, so each check is a majority and no arbitration happens.
+    Scenario("kill_two_data_nodes_seconds_apart", "datanode_loss",
+             "SIGKILL one data node in each of two node groups, 2 s apart",
+             fault=lambda c, rng: KillInTurn(c, one_per_nodegroup(c, rng), gap_s=2.0),
+             expectation="two_datanodes_different_ng", engines=("ndb",), elsewhere=NO_GROUPS),
 ]
 
 

@@ -21,8 +21,16 @@ samples with the expectation (``Engine.expectation`` / ``partition_outcome``):
 * ``exit codes``: each of those nodes logged a forced shutdown with ``details["exit_codes"]``;
 * ``events``: every entry of ``details["expected_events"]`` (a kind, or kinds joined by ``|``;
   a dict's values are lists of such entries) occurs in the engine's events after the fault;
+* ``no other rule``: none of ``details["unexpected_events"]`` occurs after the fault (NDB: a
+  loss decided by majority never asks the arbitrator);
 * ``arbitrator``: ``details["arbitrator_after"]`` is the arbitrator of the last status sample
   before the heal;
+* ``master``: ``details["master_after"]`` is the master data node of the last status sample
+  before the heal (NDB: the oldest survivor, read from the succession order before the fault);
+* ``held down``: the nodes of ``details["held_down"]["nodes"]`` are unhealthy in every status
+  sample between the fault in place and the heal, over at least ``min_s`` seconds of samples (a
+  restart that must wait for something the fault took away: an NDB data node waits for a
+  management server);
 * ``recovery``: heal -> healthy within ``recovery_bound_s``;
 * ``served again <node>``: every SQL node succeeds within ``detection_bound_s`` of healthy;
 * ``latency on <node>`` (a latency fault, ``latency``): the target's median latency while the
@@ -150,18 +158,40 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
                  and codes[n] not in (seen.get(ids.get(n)) or [])}
         objectives.append(_obj("exit codes", not wrong, wrong or {n: codes.get(n) for n in shut}, codes,
                                "forced shutdowns in the nodes' own logs"))
+    unexpected = [k for k in d.get("unexpected_events") or [] if k in {e.get("kind") for e in events}]
+    if d.get("unexpected_events"):
+        objectives.append(_obj("no other rule", not unexpected if run.get("events") is not None else UNKNOWN,
+                               unexpected or "none", [], "events the rule excludes "
+                               f"({', '.join(d['unexpected_events'])}) after the fault"))
     expected = _expected_entries(d.get("expected_events"))
     if expected:
         kinds = {e.get("kind") for e in events}
         missing = [x for x in expected if not _matches(x, kinds)]
         objectives.append(_obj("events", (not missing) if run.get("events") is not None else UNKNOWN,
                                missing or "all present", expected, "the engine's log events after the fault"))
+    during = [s for s in run.get("cluster_samples") or []
+              if (heal is None or s["t"] < heal) and (in_place is None or s["t"] > in_place)]
     if "arbitrator_after" in d:
-        samples = [s for s in run.get("cluster_samples") or []
-                   if heal is None or s["t"] < heal and (in_place is None or s["t"] > in_place)]
-        last = samples[-1].get("arbitrator") if samples else None
-        objectives.append(_obj("arbitrator", UNKNOWN if not samples else last == d["arbitrator_after"], last,
+        last = during[-1].get("arbitrator") if during else None
+        objectives.append(_obj("arbitrator", UNKNOWN if not during else last == d["arbitrator_after"], last,
                                d["arbitrator_after"], "the arbitrator in effect before the heal"))
+    if d.get("master_after") is not None:
+        seen = [s for s in during if "master" in s]
+        last = seen[-1]["master"] if seen else None
+        objectives.append(_obj("master", UNKNOWN if not seen else last == d["master_after"], last,
+                               d["master_after"], "the master data node before the heal (succession order "
+                               f"{d.get('succession')} before the fault)"))
+    held = d.get("held_down") or {}
+    if held.get("nodes"):
+        seen = [s for s in during if "unhealthy" in s]
+        up = sorted({n for s in seen for n in held["nodes"] if n not in s["unhealthy"]})
+        span = seen[-1]["t"] - seen[0]["t"] if seen else 0.0
+        short = float(held.get("min_s") or 0.0)
+        objectives.append(_obj("held down", UNKNOWN if not seen or span < short else not up,
+                               up or span, short, f"{', '.join(held['nodes'])}: "
+                               + held.get("why", "not healthy until the heal")
+                               + (f" (seen unhealthy for {span:.1f} s; at least {short:g} s needed to tell)"
+                                  if short else "")))
 
     lat = exp.get("latency")
     if lat:

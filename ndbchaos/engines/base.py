@@ -286,6 +286,11 @@ class Engine:
         None where the engine has no such role (Galera)."""
         return None
 
+    def succession(self, cluster: "Cluster") -> list:
+        """Data nodes in the order they take over as master (the master first), or [] where the
+        engine has no such role (Galera)."""
+        return []
+
     def options_from_topology(self, topology) -> dict:
         """Cluster options that reproduce a running cluster's shape, so ``ndbchaos status`` and
         ``ndbchaos fault --project`` can attach to a cluster they did not start."""

@@ -7,7 +7,7 @@ out (normal exit, assertion failure, exception, Ctrl-C, session end) by ``Cluste
 The catalogue (see docs/faults.md):
 
     targets     one_data, node, nodegroup, one_per_nodegroup, master, arbitrators, sql, ...
-    node        Kill, Stop, Pause, Restart, KillDuringRecovery
+    node        Kill, KillInTurn, RestartWithout, Stop, Pause, Restart, KillDuringRecovery
     network     Isolate, Components, Halves, NodeGroupSplit, Bridge, MajoritiesRing, OneWay,
                 RoleSplit (SqlDataSplit, MgmDataSplit), Partition (any grudge), Disconnect
     netem       Netem (Delay, Loss, Duplicate, Corrupt): NetemUnsupported without sch_netem

@@ -6,11 +6,13 @@ recovery action for a node (``Engine.recover_nodes``: a node restart).
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import runtime
 from . import pumba
 from ..waiting import wait_until
+from ..errors import UsageError
 from .base import Fault, FaultNotEffective
 
 DOWN = ("exited", "dead")
@@ -20,6 +22,7 @@ class Kill(Fault):
     """Send a signal to the node's main process (SIGKILL by default: a crash with no goodbye)."""
 
     kind = "kill"
+    simultaneous = True  # several targets die at the same moment (one arbitration check on NDB)
 
     def __init__(self, cluster, targets, signal: str = "SIGKILL", exit_timeout: float = 30.0,
                  backend: str | None = None):
@@ -69,6 +72,106 @@ class Kill(Fault):
             if not wait_until(lambda: runtime.container_state(c) == "running", 20):
                 raise FaultNotEffective(f"{t.name} did not start again ({runtime.container_state(c)})")
         return "restarted: " + ", ".join(t.name for t in self.targets)
+
+
+class KillInTurn(Kill):
+    """Kill the targets one after the other, in the order given: ``gap_s`` seconds apart, or
+    (``gap_s=None``) each once the engine has excluded the ones before it
+    (``Engine.loss_detected``, at most ``detect_timeout`` s; the next is killed then anyway, and
+    the window says so). NDB's catalogue: two node failures seconds apart, and "kill the
+    master, then the new master". The moment of each kill (run clock) is in the window params;
+    the fault is in place after the last one. Heal restarts them all."""
+
+    kind = "kill-in-turn"
+    simultaneous = False
+
+    def __init__(self, cluster, targets, gap_s: float | None = None, signal: str = "SIGKILL",
+                 detect_timeout: float = 30.0):
+        super().__init__(cluster, targets, signal=signal)
+        if len(self.targets) < 2:
+            raise UsageError(f"{self.kind}: needs at least two targets, got {', '.join(self.window.targets)}")
+        if gap_s is not None and gap_s < 0:
+            raise UsageError(f"{self.kind}: gap_s must be >= 0, got {gap_s}")
+        self.gap_s = gap_s
+        self.detect_timeout = detect_timeout
+        self.window.params.update(gap_s=gap_s, order=[t.name for t in self.targets])
+
+    def _apply(self) -> None:
+        clock = self.cluster.clock
+        killed: dict[str, float] = {}
+        waited: dict[str, float | None] = {}
+        for i, t in enumerate(self.targets):
+            if i and self.gap_s is not None:
+                time.sleep(max(0.0, killed[self.targets[i - 1].name] + self.gap_s - clock.now()))
+            elif i:
+                before = [x.name for x in self.targets[:i]]
+                t0 = clock.now()
+                seen = wait_until(lambda: self.cluster.engine.loss_detected(self.cluster.status(), before),
+                                  self.detect_timeout, poll=0.1)
+                waited[t.name] = round(clock.now() - t0, 3) if seen else None
+            self.cluster.container(t).kill(signal=self.signal)
+            killed[t.name] = round(clock.now(), 3)
+        self.window.params["killed_at"] = killed
+        if waited:
+            self.window.params["excluded_before_next_s"] = waited
+
+    def _verify_applied(self) -> str:
+        ev = super()._verify_applied()
+        times = self.window.params["killed_at"]
+        first = min(times.values())
+        order = ", ".join(f"{n} at +{t - first:.2f}s" for n, t in times.items())
+        late = [n for n, w in (self.window.params.get("excluded_before_next_s") or {}).items() if w is None]
+        return f"{ev}; in turn: {order}" + (f" (killed without the earlier loss seen: {', '.join(late)})"
+                                            if late else "")
+
+
+class RestartWithout(Kill):
+    """Kill ``restart`` and ``without`` together, then start ``restart`` again at once while
+    ``without`` stays down: a node restart that has to do without them (NDB: a data node gets its
+    configuration from a management server before it can start, so with every management node
+    down its restart waits). Targets are both lists. Heal starts ``without`` (the engine's node
+    recovery) and whatever else is not running; the restarted nodes finish by themselves."""
+
+    kind = "restart-without"
+
+    def __init__(self, cluster, restart, without, signal: str = "SIGKILL"):
+        from .targets import resolve
+        again, _ = resolve(cluster, restart)
+        down, _ = resolve(cluster, without)
+        if not again or not down:
+            raise UsageError(f"{self.kind}: needs nodes to restart and nodes to keep down")
+        both = [n for n in again if n in down]
+        if both:
+            raise UsageError(f"{self.kind}: {', '.join(n.name for n in both)} both restarted and kept down")
+        super().__init__(cluster, [*again, *down], signal=signal)
+        self.again = [n.name for n in again]
+        self.down = [n.name for n in down]
+        self.window.params.update(restart=self.again, without=self.down)
+
+    def _apply(self) -> None:
+        self._signal_all()
+        for t in self.targets:
+            c = self.cluster.container(t)
+            if not wait_until(lambda: runtime.container_state(c) in DOWN, 10):
+                raise FaultNotEffective(f"{t.name} survived {self.signal}")
+        for t in self.targets:
+            if t.name in self.again:
+                self.cluster.container(t).start()
+        self.window.params["restarted_at"] = round(self.cluster.clock.now(), 3)
+
+    def _verify_applied(self) -> str:
+        states = {t.name: runtime.container_state(self.cluster.container(t)) for t in self.targets}
+        wrong = {n: st for n, st in states.items()
+                 if (n in self.again and st != "running") or (n in self.down and st not in DOWN)}
+        if wrong:
+            raise FaultNotEffective(f"{self.kind}: unexpected states {wrong}")
+        return (f"{', '.join(self.down)} down after {self.signal}; {', '.join(self.again)} killed and "
+                "started again without them")
+
+    def _revert(self) -> None:
+        idle = [t for t in self.targets if runtime.container_state(self.cluster.container(t)) != "running"]
+        if idle:
+            self.cluster.engine.recover_nodes(self.cluster, idle)
 
 
 class Stop(Kill):
@@ -127,6 +230,8 @@ class Pause(Fault):
         if self._held is not None:
             self._held.stop()  # pumba unpauses on exit; we check (and unpause) below anyway
             self._held = None
+            self.window.params["pumba_restored"] = all(
+                runtime.container_state(self.cluster.container(t)) != "paused" for t in self.targets)
         for t in self.targets:
             c = self.cluster.container(t)
             if runtime.container_state(c) == "paused":
@@ -173,7 +278,6 @@ class Restart(Fault):
                 c.kill(signal="SIGKILL")
             wait_until(lambda: runtime.container_state(c) in DOWN, self.timeout + 5)
             if self.down_for:
-                import time
                 time.sleep(self.down_for)
             c.start()
         self.cluster.discover()
@@ -226,7 +330,6 @@ class KillDuringRecovery(Kill):
         self.second_kill: dict[str, dict] = {}
 
     def _apply(self) -> None:
-        import time
         self._signal_all()
         t_kill = time.monotonic()
         for t in self.targets:

@@ -127,6 +127,46 @@ def test_arbitrator_afterwards_and_unknown_without_samples():
     assert objs["arbitrator"]["valid"] == "unknown" and v["valid"] == "unknown"
 
 
+def test_master_afterwards():
+    samples = [{"t": 11.0, "healthy": False, "arbitrator": 1, "master": 11},
+               {"t": 12.0, "healthy": False, "arbitrator": 1, "master": 14}]
+    v, objs = judge(history(), record(details={"master_after": 14, "succession": [11, 14, 12, 13]},
+                                      cluster_samples=samples))
+    assert objs["master"]["valid"] is True and objs["master"]["measured"] == 14
+    # the lowest surviving node id took over instead of the next in succession: missed
+    v, objs = judge(history(), record(details={"master_after": 14}, cluster_samples=[{**samples[1], "master": 12}]))
+    assert objs["master"]["valid"] is False and "master:" in v["checks"]["expectation"]["summary"]
+    # samples of a record without masters (an older run): unknown, not passed
+    v, objs = judge(history(), record(details={"master_after": 14}))
+    assert objs["master"]["valid"] == "unknown"
+
+
+def test_held_down_until_the_heal():
+    held = {"held_down": {"nodes": ["data2"], "why": "waits for a management node"}}
+    down = [{"t": t, "healthy": False, "arbitrator": None, "unhealthy": ["data2", "mgm1", "mgm2"]}
+            for t in (11.0, 14.0, 17.5)]
+    v, objs = judge(history(), record(details=held, cluster_samples=down))
+    assert objs["held down"]["valid"] is True
+    up = down[:2] + [{**down[2], "unhealthy": ["mgm1", "mgm2"]}]  # data2 started with no mgm running
+    v, objs = judge(history(), record(details=held, cluster_samples=up))
+    assert objs["held down"]["valid"] is False and objs["held down"]["measured"] == ["data2"]
+    # samples after the heal do not count: it may start then
+    v, objs = judge(history(), record(details=held, cluster_samples=down + [{**down[0], "t": 19.0, "unhealthy": []}]))
+    assert objs["held down"]["valid"] is True
+    # unhealthy over 6.5 s of samples, but a restart takes longer than that anyway: cannot tell
+    v, objs = judge(history(), record(details={"held_down": {**held["held_down"], "min_s": 30.0}},
+                                      cluster_samples=down))
+    assert objs["held down"]["valid"] == "unknown"
+
+
+def test_no_other_rule():
+    v, objs = judge(history(), record(details={"unexpected_events": ["arbitration_required"]}))
+    assert objs["no other rule"]["valid"] is True
+    ev = record()["events"] + [{"t": 10.5, "kind": "arbitration_required"}]
+    v, objs = judge(history(), record(details={"unexpected_events": ["arbitration_required"]}, events=ev))
+    assert objs["no other rule"]["valid"] is False and objs["no other rule"]["measured"] == ["arbitration_required"]
+
+
 def test_latency_objectives_of_a_client_path_fault():
     h = History("pk_update", {})
     for i in range(300):

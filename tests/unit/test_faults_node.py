@@ -20,6 +20,10 @@ class Box:
         self.log.append(("kill", self.name, signal))
         self.state = "exited"
 
+    def start(self):
+        self.log.append(("start", self.name))
+        self.state = "running"
+
 
 class Engine:
     name = "galera"
@@ -91,3 +95,34 @@ def test_kill_during_recovery_without_a_second_kill_is_not_effective(monkeypatch
     monkeypatch.setattr(ND.KillDuringRecovery, "_apply", ND.Kill._apply)
     with pytest.raises(FaultNotEffective):
         f.inject()
+
+
+def test_kill_in_turn_keeps_the_order_and_the_gap():
+    c = Cluster()
+    order = [c.topology.node("data3"), c.topology.node("data1")]
+    f = ND.KillInTurn(c, order, gap_s=0.3)
+    assert f.simultaneous is False and ND.Kill(c, order).simultaneous is True
+    f.inject()
+    assert [x[1] for x in c.log if x[0] == "kill"] == ["proj-data3-1", "proj-data1-1"]
+    at = f.window.params["killed_at"]
+    assert at["data1"] - at["data3"] >= 0.29 and "in turn: data3 at +0.00s, data1 at +0.3" in f.window.verification[0]
+    f.heal()
+    # without a gap each waits for the engine to have excluded the ones before it
+    f = ND.KillInTurn(c, order)
+    f.inject()
+    assert f.window.params["excluded_before_next_s"]["data1"] is not None
+    f.heal()
+    with pytest.raises(ND.UsageError, match="at least two"):
+        ND.KillInTurn(c, order[:1])
+
+
+def test_restart_without_keeps_some_down_and_starts_the_others():
+    c = Cluster()
+    f = ND.RestartWithout(c, [c.topology.node("data1")], [c.topology.node("data2"), c.topology.node("data3")])
+    f.inject()
+    assert c.boxes["proj-data1-1"].state == "running" and c.boxes["proj-data2-1"].state == "exited"
+    assert "data1 killed and started again" in f.window.verification[0]
+    f.heal()
+    assert all(b.state == "running" for b in c.boxes.values())
+    with pytest.raises(ND.UsageError, match="both restarted and kept down"):
+        ND.RestartWithout(c, [c.topology.node("data1")], [c.topology.node("data1")])

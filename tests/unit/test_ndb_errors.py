@@ -22,7 +22,9 @@ def perm(code, text):
 NR = "Node failure caused abort of transaction"
 CASES = [
     # NR: node recovery (temporary)
-    (*temp(4010, NR), "temporary", 4010),
+    # the API's "TC node failed during commit": NR in NDB's table, but a write that got it was
+    # committed on 9.7.2 (docs/ndb.md finding 22): unknown outcome
+    (*temp(4010, NR), "unknown", 4010),
     (*temp(286, NR), "temporary", 286),
     (*temp(4025, NR), "temporary", 4025),
     (*temp(4027, NR), "temporary", 4027),
@@ -91,7 +93,8 @@ def test_typical_client_lines_of_ndb_md():
 
 def test_outcomes():
     assert outcome(True, classify("ndb", *perm(4009, "Cluster Failure"))[0]) == "info"
-    assert outcome(True, classify("ndb", *temp(4010, NR))[0]) == "fail"
+    assert outcome(True, classify("ndb", *temp(4010, NR))[0]) == "info"
+    assert outcome(True, classify("ndb", *temp(286, NR))[0]) == "fail"
     assert outcome(False, classify("ndb", *perm(4009, "Cluster Failure"))[0]) == "fail"
 
 

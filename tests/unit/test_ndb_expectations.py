@@ -187,3 +187,47 @@ def test_engine_surface():
         eng.layout({"ndb_layout": "huge"})
     cl = fake_cluster()[1]
     assert eng.expected_members(cl) == 4
+
+
+def test_the_next_master_is_the_next_in_succession_not_the_lowest_node_id():
+    # measured on 9.7.2: the nodes joined 11, 14, 12, 13; node 14 took over when 11 died
+    eng, cl = fake_cluster()
+    order = [11, 14, 12, 13]
+    e = eng.expectation("datanode_loss", cl, nodes=["data1"], succession=order)
+    assert e.details["master_before"] == 11 and e.details["master_after"] == 14 and e.details["master_lost"]
+    assert "node 14" in e.rule and "takes over" in e.rule
+    # killing the master and then the new master, one after the other: the third in succession
+    e = eng.expectation("datanode_loss", cl, nodes=["data1", "data4"], succession=order, simultaneous=False)
+    assert e.cluster_survives and e.details["master_after"] == 12
+    assert [s["check"] for s in e.details["decision"]] == ["Arbitration check won - node group majority",
+                                                          "Arbitration check won - all node groups and more than "
+                                                          "1/2 nodes left"]
+    # a node that is not the master: the master stays
+    e = eng.expectation("datanode_loss", cl, nodes=["data2"], succession=order)
+    assert e.details["master_after"] == 11 and not e.details["master_lost"] and "takes over" not in e.rule
+    # without a succession order nothing is claimed about the master
+    assert "master_after" not in eng.expectation("datanode_loss", cl, nodes=["data1"], succession=[]).details
+
+
+def test_two_nodes_of_different_groups_together_ask_the_arbitrator_but_apart_do_not():
+    eng, cl = fake_cluster()
+    together = eng.expectation("two_datanodes_different_ng", cl, nodes=["data1", "data3"], arbitrator=1)
+    assert together.cluster_survives and "arbitration_won" in together.details["expected_events"]
+    apart = eng.expectation("two_datanodes_different_ng", cl, nodes=["data1", "data3"], arbitrator=1,
+                            simultaneous=False)
+    assert apart.cluster_survives and "arbitration_won" not in apart.details["expected_events"]
+    assert apart.detection_bound_s < together.detection_bound_s  # no ArbitrationTimeout to wait for
+    with pytest.raises(UsageError, match="different node groups"):
+        eng.expectation("two_datanodes_different_ng", cl, nodes=["data1", "data2"], arbitrator=1)
+
+
+def test_a_data_node_restart_without_management_nodes_waits():
+    eng, cl = fake_cluster()
+    e = eng.expectation("datanode_restart_without_mgm", cl, nodes=["data2", "mgm1", "mgm2"])
+    assert e.cluster_survives and e.details["held_down"]["nodes"] == ["data2"]
+    assert e.details["arbitrator_after"] is None and e.recovery == "node_restart"
+    assert e.recovery_bound_s > eng.expectation("datanode_loss", cl, nodes=["data2"]).recovery_bound_s
+    with pytest.raises(UsageError, match="every management node"):
+        eng.expectation("datanode_restart_without_mgm", cl, nodes=["data2", "mgm1"])
+    with pytest.raises(UsageError, match="stops the cluster"):  # a whole node group, no arbitrator
+        eng.expectation("datanode_restart_without_mgm", cl, nodes=["data1", "data2", "mgm1", "mgm2"])

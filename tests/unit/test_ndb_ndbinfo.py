@@ -67,3 +67,14 @@ def test_president_and_tsv():
                                        {"node_id": 12, "status": "STARTING", "start_phase": 5},
                                        {"node_id": 13, "status": None, "start_phase": 0}]
     assert ndbinfo.parse_tsv("") == []
+
+
+def test_succession_is_the_join_order_not_node_ids():
+    # measured on 9.7.2 (ndbinfo.membership after a start): the president first, then as joined
+    rows = [{"node_id": 11, "president": 11, "succession_order": 1},
+            {"node_id": 12, "president": 11, "succession_order": 3},
+            {"node_id": 13, "president": 11, "succession_order": 4},
+            {"node_id": 14, "president": 11, "succession_order": 2}]
+    assert ndbinfo.succession(rows) == [11, 14, 12, 13]
+    assert ndbinfo.succession([{**rows[0], "president": 12}, *rows[1:]]) == []  # no agreed president
+    assert ndbinfo.succession([]) == []

@@ -148,7 +148,7 @@ def test_lost_pool_orders():
 # -- error classes ----------------------------------------------------------------------------------
 
 def test_ndb_error_rules_place_only_their_own_numbers():
-    assert ndb_errors.classify("ndb", 1297, "Got temporary error 4010 'x' from NDBCLUSTER") == ("temporary", 4010)
+    assert ndb_errors.classify("ndb", 1297, "Got temporary error 4010 'x' from NDBCLUSTER") == ("unknown", 4010)
     assert ndb_errors.classify("ndb", 1180, "Got error 4009 - 'Cluster Failure' during COMMIT") == ("unknown", 4009)
     assert ndb_errors.classify("galera", 1180, "Got error 4009 - 'Cluster Failure' during COMMIT") is None
     assert ndb_errors.classify("ndb", None, "Got temporary error 4025 'x' from NDBCLUSTER") == ("temporary", 4025)

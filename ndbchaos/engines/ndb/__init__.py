@@ -82,6 +82,8 @@ class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, Engine):
         in_effect = None
         if "arbitrator" not in kw:
             in_effect = self._running_arbitrator(cluster, *self._candidates(cluster, cfg))[0]
+        if "succession" in expectations.FAMILY_KEYWORDS[family] and "succession" not in kw:
+            kw["succession"] = [n.nodeid for n in self.succession(cluster)]
         return expectations.expectation(family, cluster.topology, cfg, in_effect, **kw)
 
     _NO_ARB = object()  # partition_outcome(arbitrator=...) not given: find the one in effect

@@ -239,6 +239,22 @@ class StatusMixin:
                 return data[nid]
         return None
 
+    def succession(self, cluster) -> list:
+        """Data nodes in the order they become master (president first), from
+        ``ndbinfo.membership`` through the first SQL node that answers (``ndbinfo.succession``);
+        empty when none answers."""
+        data = {n.nodeid: n for n in cluster.topology.data_nodes}
+        for n in sorted(cluster.topology.role(TP.SQL), key=lambda n: n.nodeid or 0):
+            if not n.sql_port:
+                continue
+            v = self.sql_probe(n, full=True)
+            if "error" in v or not v.get("membership"):
+                continue
+            order = [data[i] for i in ndbinfo.succession(v["membership"]) if i in data]
+            if order:
+                return order
+        return []
+
     def arbitrator_in_effect(self, cluster):
         """The management node the data nodes use as arbitrator now: ndbinfo's
         arbitrator_validity_summary through an SQL node; else the first running candidate by
