@@ -40,13 +40,17 @@ class GatePlugin:
         self.baseline = load_baseline(baseline or gate.baseline)
         self.runs: list[Run] = []
         self.expected: list[tuple[list[str], list[str]]] = []
+        self.declared: dict[str, object] = {}  # test id -> its Scenario declaration
+        self.engine: str | None = None  # the engine under test, once the session's cluster knows it
         self.lines: dict[str, str] = {}
         self.result: dict | None = None
         self.aborted = False  # the session stopped on a bad pattern: nothing to judge or write
 
     @pytest.hookimpl(tryfirst=True)  # before -m/-k deselect: the whole catalogue that was collected
     def pytest_collection_modifyitems(self, session, config, items):
-        self.expected = [scenario_ids(i) for i in items if "play" in getattr(i, "fixturenames", ())]
+        played = [i for i in items if "play" in getattr(i, "fixturenames", ())]
+        self.expected = [scenario_ids(i) for i in played]
+        self.declared = {i.name: getattr(i, "callspec", None) and i.callspec.params.get("sc") for i in played}
         unknown = self.gate.unknown_patterns([ids for ids, _ in self.expected],
                                              {m for _, ms in self.expected for m in ms})
         if unknown:
@@ -54,6 +58,13 @@ class GatePlugin:
             self.aborted = True
             raise pytest.UsageError(f"{self.gate.path}:{e.line}: match {e.patterns}: no collected scenario or "
                                     "marker matches (a typo, or a scenario outside the collected paths)")
+
+    def _applies(self, test_id: str) -> bool:
+        """Whether a scenario can run on the engine under test: a declaration for other engines
+        only is not expected of this session (not NOT EVALUATED: there is nothing to evaluate)."""
+        sc = self.declared.get(test_id)
+        why_not = getattr(sc, "skip_reason", None)
+        return not (self.engine and why_not and why_not(self.engine))
 
     def add(self, item, history, verdict: dict | None = None) -> tuple[list[dict], str]:
         """A finished scenario: judged now; (its rows, the same as a text table) for its report,
@@ -79,7 +90,7 @@ class GatePlugin:
         if self.aborted:
             return
         ran = {r.test_id for r in self.runs}
-        expected = [x for x in self.expected if x[0][0] not in ran]
+        expected = [x for x in self.expected if x[0][0] not in ran and self._applies(x[0][0])]
         self.result = evaluate(self.gate, self.runs, expected + [(r.ids, r.markers) for r in self.runs],
                                self.baseline)
         self.out.parent.mkdir(parents=True, exist_ok=True)

@@ -49,3 +49,18 @@ def project_of(output: str) -> str | None:
         if "ndbchaos: engine" in line and "project" in line:
             return line.rsplit("project", 1)[1].strip()
     return None
+
+
+def catalogue():
+    """(test id, Scenario) of every declaration in scenarios/: test_datanode_loss[kill_one_data_node]."""
+    import importlib
+    out = []
+    for f in sorted((REPO / "scenarios").glob("test_*.py")):
+        for sc in getattr(importlib.import_module(f"scenarios.{f.stem}"), "SCENARIOS", []):
+            out.append((f"{f.stem}[{sc.name}]", sc))
+    return out
+
+
+def only_elsewhere(engine: str) -> set[str]:
+    """The catalogue's declarations that do not run on ``engine`` (``Scenario.engines``)."""
+    return {sc.name for _, sc in catalogue() if sc.skip_reason(engine)}

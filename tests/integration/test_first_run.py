@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from ndbchaos.gate.spec import load as load_gate, matches as gate_matches
 from ndbchaos.report.results import attachments
 
-from .helpers import REPO, allure_results, labelled, project_of, run_pytest
+from .helpers import REPO, allure_results, catalogue, labelled, only_elsewhere, project_of, run_pytest
 
 EXAMPLE_GATE = REPO / "examples" / "gate" / "availability.toml"
 ALLURE = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools")) \
@@ -29,17 +30,6 @@ def _attachment_source(result, name: str) -> str:
 
 def _attachments(result) -> set[str]:
     return {a["name"] for a in attachments(result)}
-
-
-def _only_elsewhere(engine: str) -> set[str]:
-    """The catalogue's declarations that do not run on ``engine`` (``Scenario.engines``)."""
-    import importlib
-    out = set()
-    for f in sorted((REPO / "scenarios").glob("test_*.py")):
-        for sc in getattr(importlib.import_module(f"scenarios.{f.stem}"), "SCENARIOS", []):
-            if sc.skip_reason(engine):
-                out.add(sc.name)
-    return out
 
 
 # The catalogue takes about 6 minutes on Galera and 10 on NDB on a quiet 2-core machine; allow
@@ -72,7 +62,7 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     if engine == "ndb":
         assert {"kill_master_data_node", "kill_every_management_node"} <= set(by_name), sorted(by_name)
     for name, x in list(by_name.items()):
-        if x["status"] == "skipped" and name in _only_elsewhere(engine):
+        if x["status"] == "skipped" and name in only_elsewhere(engine):
             # a declaration for other engines only: skipped with its reason, never run
             assert "only:" in (x.get("statusDetails") or {}).get("message", ""), (name, x.get("statusDetails"))
             del by_name[name]
@@ -100,13 +90,17 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     env = (results / "environment.properties").read_text()
     assert f"engine={engine}\n" in env, env
 
-    # The example gate passes on a healthy run; the slow scenario it names is NOT EVALUATED;
-    # judged again offline from the saved results, every judged row is the same.
+    # The example gate passes on a healthy run; the slow scenarios it names (deselected by
+    # "not slow") are NOT EVALUATED, and nothing else is; judged again offline from the saved
+    # results, every judged row is the same.
     gate = json.loads(gate_out.read_text())
     assert gate["result"] in ("pass", "warn"), [x for x in gate["rows"] if x["status"] == "FAIL"]
     assert "availability gate" in out and ("gate PASS" in out or "gate WARN" in out), out[-3000:]
-    assert {x["scenario"] for x in gate["rows"] if x["status"] == "NOT EVALUATED"} == {
-        "test_datanode_loss[kill_again_while_recovering]"}
+    spec = load_gate(EXAMPLE_GATE)
+    slow_named = {test_id for test_id, sc in catalogue() if sc.slow and not sc.skip_reason(engine) and any(
+        gate_matches(e, [test_id, sc.name], [sc.family]) for e in spec.entries)}
+    assert "test_datanode_loss[kill_again_while_recovering]" in slow_named, sorted(slow_named)
+    assert {x["scenario"] for x in gate["rows"] if x["status"] == "NOT EVALUATED"} == slow_named
     again = tmp_path / "again.json"
     g = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "gate", str(EXAMPLE_GATE), str(results),
                         "--json-out", str(again)], cwd=REPO, capture_output=True, text=True, timeout=600)

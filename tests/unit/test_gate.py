@@ -192,3 +192,28 @@ def test_the_live_verdict_is_reused_and_gives_the_offline_rows(tmp_path):
                              'throughput_back_pct = 50\n')
     rows = {x.objective: x for x in judge(r, g2, verdict=live)[0]}
     assert rows["throughput_back_s"].note == "at 50 % of baseline"
+
+
+def test_a_scenario_for_other_engines_only_is_not_expected_of_the_session(tmp_path):
+    from types import SimpleNamespace
+
+    from ndbchaos.driver import Scenario
+    from ndbchaos.gate.pytest_gate import GatePlugin
+
+    def item(name, sc, family):
+        return SimpleNamespace(name=f"test_{family}[{name}]", nodeid=f"scenarios/test_{family}.py::test_{family}[{name}]",
+                               fixturenames=["play"], callspec=SimpleNamespace(id=name, params={"sc": sc}),
+                               iter_markers=lambda: [SimpleNamespace(name=family)])
+    both = Scenario("kill_whole_nodegroup", "nodegroup_loss", "t", fault=None)
+    ndb_only = Scenario("kill_every_group_at_once", "nodegroup_loss", "t", fault=None, engines=("ndb",))
+    g = GatePlugin(gate_file(tmp_path, '[[scenario]]\nmatch = "nodegroup_loss"\noutage_s = 1\n'),
+                   tmp_path / "gate.json", None)
+    g.pytest_collection_modifyitems(None, None, [item(both.name, both, "nodegroup_loss"),
+                                                 item(ndb_only.name, ndb_only, "nodegroup_loss")])
+    session = SimpleNamespace(exitstatus=0, config=SimpleNamespace(option=SimpleNamespace()))
+    for engine, want in (("galera", ["test_nodegroup_loss[kill_whole_nodegroup]"]),
+                         ("ndb", ["test_nodegroup_loss[kill_whole_nodegroup]",
+                                  "test_nodegroup_loss[kill_every_group_at_once]"])):
+        g.engine = engine
+        g.pytest_sessionfinish(session)
+        assert [r["scenario"] for r in g.result["rows"] if r["status"] == NOT_EVALUATED] == want, engine
