@@ -201,7 +201,8 @@ def test_a_scenario_for_other_engines_only_is_not_expected_of_the_session(tmp_pa
     from ndbchaos.gate.pytest_gate import GatePlugin
 
     def item(name, sc, family):
-        return SimpleNamespace(name=f"test_{family}[{name}]", nodeid=f"scenarios/test_{family}.py::test_{family}[{name}]",
+        return SimpleNamespace(name=f"test_{family}[{name}]",
+                               nodeid=f"scenarios/test_{family}.py::test_{family}[{name}]",
                                fixturenames=["play"], callspec=SimpleNamespace(id=name, params={"sc": sc}),
                                iter_markers=lambda: [SimpleNamespace(name=family)])
     both = Scenario("kill_whole_nodegroup", "nodegroup_loss", "t", fault=None)
