@@ -50,6 +50,7 @@ class Scenario:
     hold_s: float = HOLD_S
     after_s: float = AFTER_S
     expectation_kw: dict = field(default_factory=dict)
+    failover: bool = False  # clients move to the next SQL node when theirs is lost (ClientOptions.failover)
     engines: tuple[str, ...] = ()  # the engines where the scenario means something (empty: every engine)
     elsewhere: str = ""  # why it does not on the others (the skip reason)
 
@@ -72,7 +73,10 @@ class Scenario:
             return plans.partition(cluster, self.family, fault)
         if builder == "client_path":
             return plans.client_path(cluster, fault, self.latency_ms)
-        return plans.node_loss(cluster, self.family, fault, self.expectation, **self.expectation_kw)
+        plan = plans.node_loss(cluster, self.family, fault, self.expectation, **self.expectation_kw)
+        if plan.stopped_sql and plan.exp.cluster_survives:
+            plan.failover = plans.failover(plan, self.failover)
+        return plan
 
 
 def margin(bound: float) -> float:
@@ -89,7 +93,9 @@ def play(run, scenario: Scenario):
     run.expect(plan)
     exp = plan.exp
     # the engine's durability promise applies to a whole-cluster crash (NDB: the last GCP)
-    window = None if exp.cluster_survives else cluster.engine.crash_loss_window_s(cluster.options)
+    # (the expectation may say otherwise: a graceful shutdown completes a last checkpoint, 0 s)
+    window = None if exp.cluster_survives else exp.details.get(
+        "gcp_loss_window_s", cluster.engine.crash_loss_window_s(cluster.options))
 
     with run.phase("baseline", f"steady {run.workload.name} load"):
         run.start_load()

@@ -28,6 +28,7 @@ class Plan:
     affected: list[str] = field(default_factory=list)  # SQL endpoints with no requirement during the fault
     engine_reacts: bool = True
     latency: dict | None = None  # {"node", "min_p50_ms", "others_max_p50_ms"}: a latency fault's objectives
+    failover: dict | None = None  # {"nodes", "clients_fail_over", "bound_s"}: the lost SQL nodes' clients
 
     @property
     def serving(self) -> list[str]:
@@ -36,7 +37,8 @@ class Plan:
     def to_record(self) -> dict:
         return {**self.exp.to_dict(), "serving": self.serving, "stopped_sql": self.stopped_sql,
                 "sql_nodes": self.sql_nodes, "affected": self.affected, "engine_reacts": self.engine_reacts,
-                **({"latency": self.latency} if self.latency else {})}
+                **({"latency": self.latency} if self.latency else {}),
+                **({"failover": self.failover} if self.failover else {})}
 
 
 def sql_nodes_on(cluster, names) -> list[str]:
@@ -66,7 +68,24 @@ def node_loss(cluster, family: str, fault, expectation: str | None = None, **kw)
     exp = cluster.engine.expectation(fam, cluster, nodes=names, lost=len(names), **kw)
     client_path_only = getattr(fault, "client_path", False)
     stopped = _sql(cluster) if not exp.cluster_survives else sql_nodes_on(cluster, names)
-    return Plan(exp, [] if client_path_only else names, stopped, _sql(cluster), engine_reacts=not client_path_only)
+    # ``excluded``: the nodes the engine must have let go once the fault is in place, when not
+    # all targets (a rolling restart brings every target back during the fault itself)
+    lost = list(exp.details.get("excluded", names))
+    return Plan(exp, [] if client_path_only else lost, stopped, _sql(cluster), engine_reacts=not client_path_only)
+
+
+def failover(plan: Plan, clients_fail_over: bool) -> dict:
+    """What the clients of the SQL nodes a fault takes away must see. With failover (the
+    connector's list of servers: ``ClientOptions.failover``) each is served again by another SQL
+    node within what our client needs to notice and move: a statement in flight fails at once
+    when its server dies, or after read_timeout when it hangs; then connect_timeout to the next
+    server and at most backoff_max between attempts; 2 s of slack for a loaded machine. Without
+    it they wait for their own node to come back: measured, not bounded here."""
+    from .workload.runner import ClientOptions
+    o = ClientOptions()
+    bound = o.read_timeout + o.connect_timeout + o.backoff_max + 2.0 if clients_fail_over else None
+    return {"nodes": list(plan.stopped_sql), "clients_fail_over": clients_fail_over, "bound_s": bound,
+            "bound_from": "ClientOptions read_timeout + connect_timeout + backoff_max + 2 s" if bound else None}
 
 
 def partition(cluster, family: str, fault) -> Plan:
@@ -87,6 +106,11 @@ def partition(cluster, family: str, fault) -> Plan:
                       recovery="partition healed, then " + (base.recovery if survives else "restart"),
                       details={"components": components, **out})
     data_stopped = [n for n in stopped if cluster.topology.node(n).role == TP.DATA]
+    if survives and data_stopped:
+        # who is master afterwards: as for the same data nodes lost (NDB: the succession order)
+        lost = cluster.engine.expectation("datanode_loss", cluster, nodes=data_stopped, lost=len(data_stopped))
+        exp.details.update({k: v for k, v in lost.details.items()
+                            if k in ("master_before", "master_after", "succession", "master_lost")})
     sql = _sql(cluster)
     return Plan(exp, data_stopped, sql_nodes_on(cluster, stopped) if survives else sql, sql)
 
@@ -115,4 +139,4 @@ def client_path(cluster, fault, latency_ms: float | None = None) -> Plan:
                 engine_reacts=False, latency=latency)
 
 
-__all__ = ["Plan", "client_path", "node_loss", "partition", "sql_nodes_on"]
+__all__ = ["Plan", "client_path", "failover", "node_loss", "partition", "sql_nodes_on"]

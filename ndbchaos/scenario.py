@@ -245,6 +245,14 @@ class ScenarioRun:
             self.measure(f"outage on {node}", nd.get("longest_outage_s", 0.0), "s",
                          note="longest time with no successful operation on this SQL node"
                          + ("; a fault target, so its own downtime is included" if node in targets else ""))
+        objs = ((((verdict.get("checks") or {}).get("expectation") or {}).get("details") or {})
+                .get("objectives") or [])
+        fo = next((o for o in objs if o["name"] == "clients served again"), None)
+        if fo is not None and isinstance(fo.get("measured"), (int, float)):
+            self.measure("clients served again", fo["measured"], "s", bound=fo.get("bound"),
+                         note="fault in place -> the last of the lost SQL node's clients succeeded again "
+                         + ("(failover to the next SQL node)" if fo.get("bound") is not None
+                            else "(no failover: on their own node, once it was back)"))
         if d.get("throughput_recovered_s") is not None:
             self.measure("throughput back to 90%", d["throughput_recovered_s"], "s",
                          note="after the last heal, until throughput is back to 90% of baseline")

@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.scenarios import masters, one_data_node, one_per_nodegroup, params
-from ndbchaos.driver import Scenario
+from fixtures.scenarios import every_data_node, masters, one_data_node, one_per_nodegroup, params
+from ndbchaos.driver import Scenario, seeded
+from ndbchaos.faults.mgm import MgmRestart, RollingRestart
 from ndbchaos.faults.node import Kill, KillDuringRecovery, KillInTurn, Pause, Stop
 
 NO_GROUPS = "Galera has one group holding every replica and no master: its data node losses are the quorum cases above"
+NO_MGM = "a management-client restart (ndb_mgm) is NDB's; Galera has no management server"
+
+#: the start phases a node restart reports ("Last completed phase N") that the seeded second kill
+#: chooses from (NDB's own catalogue kills a restarting node in each of its start phases)
+START_PHASES = (1, 2, 3, 4, 5)
 
 pytestmark = [pytest.mark.datanode_loss, pytest.mark.docker]
 
@@ -31,7 +37,7 @@ SCENARIOS = [
              fault=lambda c, rng: Kill(c, one_data_node(c, rng))),
     # A frozen process keeps its TCP connections open: only heartbeats can tell.
     Scenario("freeze_one_data_node", "datanode_loss", "freeze (SIGSTOP-like pause) one data node: the silent failure",
-             fault=lambda c, rng: Pause(c, one_data_node(c, rng))),
+             fault=lambda c, rng: Pause(c, one_data_node(c, rng)), expectation_kw={"frozen": True}),
     # The node says goodbye: Galera's leave, NDB's 'N STOP' (its work handed over).
     Scenario("graceful_stop_one_data_node", "datanode_loss", "graceful stop of one data node, then node restart",
              fault=lambda c, rng: Stop(c, one_data_node(c, rng)), expectation_kw={"graceful": True}),
@@ -63,6 +69,34 @@ SCENARIOS = [
              "SIGKILL one data node in each of two node groups, 2 s apart",
              fault=lambda c, rng: KillInTurn(c, one_per_nodegroup(c, rng), gap_s=2.0),
              expectation="two_datanodes_different_ng", engines=("ndb",), elsewhere=NO_GROUPS),
+    # NDB's catalogue: the second kill lands in a start phase drawn with the run's seed (recorded
+    # in the fault window with the phase the node had reached).
+    Scenario("kill_again_in_start_phase", "datanode_loss",
+             "kill one data node, restart it, kill it again in a seeded start phase",
+             fault=lambda c, rng: KillDuringRecovery(c, one_data_node(c, rng), phase=seeded(rng, START_PHASES)),
+             engines=("ndb",), elsewhere=NO_MGM, slow=True),
+    # ndb_mgm 'N RESTART -i': the node's file system is rebuilt from its node group partner.
+    Scenario("initial_restart_one_data_node", "datanode_loss",
+             "ndb_mgm 'N RESTART -i': initial node restart of one data node under load",
+             fault=lambda c, rng: MgmRestart(c, one_data_node(c, rng), initial=True),
+             engines=("ndb",), elsewhere=NO_MGM),
+    # ndb_mgm 'N RESTART -n': the node stops and waits in 'not started' until 'N START' (the heal).
+    Scenario("restart_one_data_node_nostart_then_start", "datanode_loss",
+             "ndb_mgm 'N RESTART -n', held in 'not started', then 'N START'",
+             fault=lambda c, rng: MgmRestart(c, one_data_node(c, rng), nostart=True),
+             expectation_kw={"held_s": 8.0}, hold_s=10.0, engines=("ndb",), elsewhere=NO_MGM, slow=True),
+    # NDB's catalogue: fifty percent of the data nodes aborted (one per node group, 'RESTART -n -a'),
+    # then started. Half the nodes with every group represented: the survivors ask the arbitrator.
+    Scenario("abort_half_the_data_nodes_then_start", "datanode_loss",
+             "ndb_mgm 'N M RESTART -n -a' on one data node per node group, then 'N M START'",
+             fault=lambda c, rng: MgmRestart(c, one_per_nodegroup(c, rng), nostart=True, abort=True),
+             expectation="two_datanodes_different_ng", expectation_kw={"held_s": 8.0}, hold_s=10.0,
+             engines=("ndb",), elsewhere=NO_MGM, slow=True),
+    # An operator's rolling restart: every data node 'N RESTART' in turn under load. Zero outage.
+    Scenario("rolling_restart_under_load", "datanode_loss",
+             "rolling restart of every data node (ndb_mgm 'N RESTART', one at a time): zero outage",
+             fault=lambda c, rng: RollingRestart(c, every_data_node(c)), expectation="rolling_restart",
+             hold_s=1.0, engines=("ndb",), elsewhere=NO_MGM, slow=True),
 ]
 
 

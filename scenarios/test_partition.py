@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.scenarios import one_data_node, params
+from fixtures.scenarios import masters, one_data_node, params
 from ndbchaos.driver import Scenario
 from ndbchaos.faults.network import Isolate, NodeGroupSplit
 
@@ -22,6 +22,11 @@ pytestmark = [pytest.mark.partition, pytest.mark.docker]
 SCENARIOS = [
     Scenario("isolate_one_data_node", "partition", "isolate one data node from every other member",
              fault=lambda c, rng: Isolate(c, one_data_node(c, rng)[0])),
+    # NDB's catalogue: isolate the master. It is alone and loses; the others win by majority and
+    # the next in the succession order takes over (checked).
+    Scenario("isolate_master_data_node", "partition", "isolate the master data node from every other member",
+             fault=lambda c, rng: Isolate(c, masters(c)[0]), engines=("ndb",),
+             elsewhere="Galera has no master", slow=True),
     # Every node group split across the two sides, the arbitrator with side A: A wins.
     Scenario("split_nodegroup_arbitrator_on_one_side", "partition",
              "split the node group(s) in two, arbitrator on one side",

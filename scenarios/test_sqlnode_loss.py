@@ -5,6 +5,10 @@ nodes declare the API node dead after its heartbeats stop). Galera has no separa
 mariadbd is both the SQL endpoint and the data node, so killing it is datanode_loss. There the
 SQL endpoint's client path is taken down instead (its toxiproxy proxy stops listening and drops
 its connections), which is what the clients of a lost SQL node see, while the engine is untouched.
+
+Both scenarios report how long the lost node's clients needed to be served again: without
+failover on their own node once it is back; with failover (the clients' list of servers) on the
+next SQL node, within the bound derived from the client's timeouts.
 """
 
 from __future__ import annotations
@@ -29,6 +33,12 @@ pytestmark = [pytest.mark.sqlnode_loss, pytest.mark.docker]
 SCENARIOS = [
     Scenario("lose_one_sql_node", "sqlnode_loss", "lose one SQL node; the others are unaffected",
              fault=_lose_one, via_proxy=lambda c: not sql_only(c)),
+    # The same loss with clients that fail over (the connector's list of servers): the lost
+    # node's clients are served by another SQL node within what the client needs to notice and
+    # reconnect. Without failover (above) they wait for their node: both figures are reported.
+    Scenario("lose_one_sql_node_with_failover", "sqlnode_loss",
+             "lose one SQL node; its clients fail over to the next SQL node",
+             fault=_lose_one, via_proxy=lambda c: not sql_only(c), failover=True),
 ]
 
 

@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from . import UNKNOWN, Verdict
+from ..history import FINAL_PROCESS
 from .frame import FAIL, INFO, OK, Frame
 
 MAX_OUTAGES_LISTED = 100
@@ -107,14 +108,17 @@ def check(fr: Frame, opts: dict) -> Verdict:
                        {"ops": {"ok": 0, "fail": 0, "info": 0}, "outage_count": 0, "longest_outage_s": None,
                         "outages": [], "per_node": {}, "faults": [], "series": series(fr, bucket_s),
                         "reason": "no operations"})
-    ok = fr.type == OK
+    # The final reads are the checkers' step after the load stopped, not load: the pause before
+    # them is not an outage.
+    load = fr.process != FINAL_PROCESS
+    ok = (fr.type == OK) & load
     ok_end = fr.end[ok]  # sorted: the frame is in completion order
     base = fr.phase[ok] == 0
     n_ok, n_fail, n_info = int(ok.sum()), int((fr.type == FAIL).sum()), int((fr.type == INFO).sum())
     t0, t1 = fr.t_begin, fr.t_finish
 
     th = threshold_for(ok_end, base, opts)
-    outs = find_outages(ok_end, t0, t1, th)
+    outs = find_outages(ok_end, t0, float(fr.end[load][-1]) if load.any() else t1, th)
     for o in outs:
         o["windows"] = _overlaps(o, fr.windows)
     longest = max((o["duration_s"] for o in outs), default=0.0)
@@ -122,7 +126,7 @@ def check(fr: Frame, opts: dict) -> Verdict:
     # Per SQL node (ops without a node, e.g. never connected, belong to none).
     nodes = {}
     for code, name in enumerate(fr.node_names):
-        m = fr.node == code
+        m = (fr.node == code) & load
         if not m.any():
             continue
         mok = m & ok

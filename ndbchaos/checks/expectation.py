@@ -12,13 +12,15 @@ samples with the expectation (``Engine.expectation`` / ``partition_outcome``):
 * ``detection``: in_place -> reacted within ``detection_bound_s`` (a fault the cluster survives);
 * ``stopped serving``: fault -> stopped_serving within ``detection_bound_s`` (a cluster that stops);
 * ``outage on <node>``: every SQL node expected to keep serving has no outage longer than
-  ``detection_bound_s`` (the longest gap between its successful operations, as the availability
-  checker measures it);
+  ``detection_bound_s``, or ``details["max_outage_s"]`` when given (0: none at all), measured as
+  the availability checker does (the longest gap between its successful operations);
 * ``stops serving <node>``: an SQL node expected to stop has no success later than
   fault + ``detection_bound_s`` until the heal;
 * ``shut down``: in_place -> shut_down within ``details["decision_bound_s"]`` when the rules name
   nodes that stop themselves (``details["shut_down"]``);
 * ``exit codes``: each of those nodes logged a forced shutdown with ``details["exit_codes"]``;
+* ``exit on heal``: each node of ``details["exit_on_heal"]`` logged a forced shutdown with its code
+  after the heal began (NDB: a data node frozen past the heartbeat timeout, 2315 once thawed);
 * ``events``: every entry of ``details["expected_events"]`` (a kind, or kinds joined by ``|``;
   a dict's values are lists of such entries) occurs in the engine's events after the fault;
 * ``no other rule``: none of ``details["unexpected_events"]`` occurs after the fault (NDB: a
@@ -33,6 +35,9 @@ samples with the expectation (``Engine.expectation`` / ``partition_outcome``):
   management server);
 * ``recovery``: heal -> healthy within ``recovery_bound_s``;
 * ``served again <node>``: every SQL node succeeds within ``detection_bound_s`` of healthy;
+* ``clients served again`` (``failover``): the clients whose SQL node the fault took away are
+  served again by another SQL node within ``bound_s`` of the fault in place (the client's
+  failover); without failover only the figure (they wait for their own node);
 * ``latency on <node>`` (a latency fault, ``latency``): the target's median latency while the
   fault was in place is at least ``min_p50_ms``, the other endpoints' at most ``others_max_p50_ms``.
 
@@ -109,6 +114,51 @@ def _expected_entries(spec) -> list[str]:
     return list(spec or [])
 
 
+def clients_served_again(fr: Frame, nodes: list[str], since: float) -> dict[int, float | None]:
+    """The clients (connection slots) whose last operation that ended before ``since`` was on one
+    of ``nodes``: {slot: seconds from ``since`` to its first later success on any SQL node, or
+    None}. A slot is ``process % concurrency`` (a process that got an indeterminate result is
+    retired and continues as ``process + concurrency``, Jepsen's convention)."""
+    n = int(fr.history.params.get("concurrency") or 0)
+    codes = [fr.node_names.index(x) for x in nodes if x in fr.node_names]
+    load = fr.process < FINAL_PROCESS
+    if not n or not codes or not load.any():
+        return {}
+    slot = np.where(load, fr.process % n, -1)
+    out: dict[int, float | None] = {}
+    for s in range(n):
+        mine = slot == s
+        before = np.flatnonzero(mine & (fr.end <= since))
+        if not len(before) or fr.node[before[-1]] not in codes:
+            continue
+        after = fr.end[mine & (fr.type == OK) & (fr.end > since)]
+        out[s] = round(float(after[0]) - since, 3) if len(after) else None
+    return out
+
+
+def _failover(fr: Frame, fo: dict, in_place, heal) -> dict:
+    """The lost SQL nodes' clients: with failover, each served again within ``bound_s`` (before
+    the heal); without, the figure only (they wait for their node)."""
+    what = f"clients of {', '.join(fo['nodes'])}"
+    if in_place is None:
+        return _obj("clients served again", UNKNOWN, None, fo.get("bound_s"), f"{what}: no fault mark")
+    per = clients_served_again(fr, fo["nodes"], in_place)
+    if not per:
+        return _obj("clients served again", UNKNOWN, None, fo.get("bound_s"), f"{what}: none found in the history")
+    never = [s for s, t in per.items() if t is None]
+    worst = max((t for t in per.values() if t is not None), default=None)
+    bound = fo.get("bound_s")
+    if not fo.get("clients_fail_over"):
+        return _obj("clients served again", True, worst, None,
+                    f"{what}, no failover: {len(per)} client(s) waited for their node (figure, no bound)"
+                    + (f"; {len(never)} never served again" if never else ""))
+    late_heal = heal is not None and worst is not None and in_place + worst > heal
+    ok = not never and worst is not None and worst <= bound and not late_heal
+    return _obj("clients served again", ok, worst if not never else f"{len(never)} of {len(per)} never", bound,
+                f"{what}, failover to the next SQL node: fault in place -> each client's first success "
+                f"({len(per)} client(s))")
+
+
 def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) -> Verdict:
     """``availability``: the details of the availability verdict of the same history (its
     per-node longest outages are the figures judged here, so the report shows one number)."""
@@ -127,10 +177,15 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
                                   "fault -> the last successful operation anywhere"))
 
     per_node = (availability or {}).get("per_node") or {}
+    # ``max_outage_s``: a tighter promise than the detection bound (0: no outage at all, e.g. a
+    # rolling restart)
+    most = float(d["max_outage_s"]) if d.get("max_outage_s") is not None else det
     for node in exp.get("serving") or []:
         gap = (per_node.get(node) or {}).get("longest_outage_s")
-        objectives.append(_obj(f"outage on {node}", UNKNOWN if gap is None else gap <= det, gap, det,
-                               "expected to keep serving: longest time without a successful operation"))
+        objectives.append(_obj(f"outage on {node}", UNKNOWN if gap is None else gap <= most, gap, most,
+                               "expected to keep serving: longest time without a successful operation"
+                               + (" (0: no outage at all, as the availability checker counts them)"
+                                  if most == 0 else "")))
     for node in exp.get("stopped_sql") or []:
         if fault is None:
             objectives.append(_obj(f"stops serving {node}", UNKNOWN, None, None, "no fault mark"))
@@ -158,6 +213,16 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
                  and codes[n] not in (seen.get(ids.get(n)) or [])}
         objectives.append(_obj("exit codes", not wrong, wrong or {n: codes.get(n) for n in shut}, codes,
                                "forced shutdowns in the nodes' own logs"))
+    on_heal = d.get("exit_on_heal") or {}
+    if on_heal:
+        ids = {n["name"]: n.get("nodeid") for n in (run.get("topology") or {}).get("nodes", [])}
+        after = [e for e in run.get("events") or [] if e.get("kind") == "forced_shutdown"
+                 and heal is not None and e.get("t") is not None and e["t"] >= heal - 1]
+        seen = {n: [e.get("exit_code") for e in after if e.get("node") == ids.get(n)] for n in on_heal}
+        wrong = {n: seen[n] for n, code in on_heal.items() if code not in seen[n]}
+        objectives.append(_obj("exit on heal", UNKNOWN if run.get("events") is None or heal is None else not wrong,
+                               wrong or {n: on_heal[n] for n in on_heal}, on_heal,
+                               "forced shutdowns logged by the nodes once healed (they were declared dead)"))
     unexpected = [k for k in d.get("unexpected_events") or [] if k in {e.get("kind") for e in events}]
     if d.get("unexpected_events"):
         objectives.append(_obj("no other rule", not unexpected if run.get("events") is not None else UNKNOWN,
@@ -196,6 +261,9 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
     lat = exp.get("latency")
     if lat:
         objectives += _latency(fr, lat, in_place, heal)
+    fo = exp.get("failover")
+    if fo and fo.get("nodes"):
+        objectives.append(_failover(fr, fo, in_place, heal))
 
     objectives.append(_within("recovery", heal, marks.get("healthy"), float(exp["recovery_bound_s"]),
                               f"heal ({exp.get('recovery')}) -> every node healthy"))

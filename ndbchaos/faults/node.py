@@ -320,9 +320,15 @@ class KillDuringRecovery(Kill):
     kind = "kill-during-recovery"
 
     def __init__(self, cluster, targets, signal: str = "SIGKILL", delay: float | None = None,
-                 recover_window: float = 20.0, down_for: float = 0.0, detect_timeout: float = 30.0):
+                 recover_window: float = 20.0, down_for: float = 0.0, detect_timeout: float = 30.0,
+                 phase: int | None = None):
         super().__init__(cluster, targets, signal=signal)
+        if phase is not None and delay is not None:
+            raise UsageError(f"{self.kind}: give a start phase or a delay, not both")
         self.window.params.update(delay=delay, recover_window=recover_window, down_for=down_for)
+        if phase is not None:
+            self.window.params["phase"] = phase
+        self.phase = phase
         self.detect_timeout = detect_timeout
         self.delay = delay
         self.recover_window = recover_window
@@ -363,6 +369,8 @@ class KillDuringRecovery(Kill):
             for name, t in list(pending.items()):
                 ns = state.get(name)
                 recovering = bool(ns is not None and state and self.cluster.engine.node_rejoining(st, name))
+                if recovering and self.phase is not None:  # not before the chosen start phase
+                    recovering = ((ns.details or {}).get("start_phase") or 0) >= self.phase
                 due = (self.delay is not None and waited >= self.delay) or recovering or waited >= self.recover_window
                 if due:
                     self.cluster.container(t).kill(signal=self.signal)
@@ -370,6 +378,8 @@ class KillDuringRecovery(Kill):
                         "after_restart_s": round(waited, 3),
                         "state": ns.state if ns else ("(delay)" if self.delay is not None else "?"),
                         "seen_recovering": bool(recovering),
+                        **({"phase": (ns.details or {}).get("start_phase") if ns else None}
+                           if self.phase is not None else {}),
                     }
                     del pending[name]
             if pending:
@@ -381,7 +391,9 @@ class KillDuringRecovery(Kill):
         if missing:
             raise FaultNotEffective(f"{', '.join(missing)}: no second kill during recovery")
         ev = super()._verify_applied()
+        late = " (never seen recovering" + (f" in start phase {self.phase} or later)" if self.phase is not None
+                                            else ")")
         how = "; ".join(f"{k} killed again {v['after_restart_s']}s after restart in state {v['state']}"
-                        + ("" if v["seen_recovering"] or v["state"] == "(delay)" else " (never seen recovering)")
+                        + ("" if v["seen_recovering"] or v["state"] == "(delay)" else late)
                         for k, v in self.second_kill.items())
         return f"{ev}; {how}"

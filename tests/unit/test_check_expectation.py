@@ -167,6 +167,69 @@ def test_no_other_rule():
     assert objs["no other rule"]["valid"] is False and objs["no other rule"]["measured"] == ["arbitration_required"]
 
 
+def test_exit_on_heal():
+    frozen = {"exit_on_heal": {"data1": 2315}}
+    thaw = record()["events"] + [{"t": 18.3, "kind": "forced_shutdown", "node": 11, "exit_code": 2315}]
+    v, objs = judge(history(), record(details=frozen, events=thaw))
+    assert objs["exit on heal"]["valid"] is True
+    # the shutdown came before the heal (another cause), or with another code: missed
+    early = record()["events"] + [{"t": 12.0, "kind": "forced_shutdown", "node": 11, "exit_code": 2315}]
+    v, objs = judge(history(), record(details=frozen, events=early))
+    assert objs["exit on heal"]["valid"] is False and objs["exit on heal"]["measured"] == {"data1": []}
+    other = record()["events"] + [{"t": 18.3, "kind": "forced_shutdown", "node": 11, "exit_code": 2305}]
+    v, objs = judge(history(), record(details=frozen, events=other))
+    assert objs["exit on heal"]["measured"] == {"data1": [2305]}
+
+
+def test_zero_outage_means_no_outage_at_all():
+    # a 1 s gap on sql1 is within the 7 s detection bound, but not within a zero-outage promise
+    v, objs = judge(history(gap_on="sql1", gap=(12.0, 13.0)), record())
+    assert objs["outage on sql1"]["valid"] is True
+    v, objs = judge(history(gap_on="sql1", gap=(12.0, 13.0)), record(details={"max_outage_s": 0.0}))
+    assert objs["outage on sql1"]["valid"] is False and objs["outage on sql1"]["bound"] == 0.0
+    v, objs = judge(history(), record(details={"max_outage_s": 0.0}))
+    assert objs["outage on sql1"]["valid"] is True and objs["outage on sql1"]["measured"] == 0.0
+
+
+def _failover_history(moves_after=None):
+    """Two clients: process 0 on sql1 until the fault at 10 s, then (``moves_after`` s later) on
+    sql2; process 1 on sql2 throughout."""
+    h = History("ledger", {"concurrency": 2})
+    k = 0
+    for i in range(300):
+        t = i / 10
+        k += 1
+        h.add(1, "insert", k, "ok", t, t + 0.01, "sql2")
+        if t < 10.0:
+            k += 1
+            h.add(0, "insert", k, "ok", t, t + 0.01, "sql1")
+        elif t == 10.0:
+            h.add(0, "insert", 99_999, "info", t, t + 0.01, "sql1", ErrorInfo(2013, None, "unknown", "Lost connection"))
+        elif moves_after is not None and t >= 10.0 + moves_after:
+            k += 1
+            h.add(2, "insert", k, "ok", t, t + 0.01, "sql2")  # retired process 0 continues as 0 + 2
+    h.add(1_000_000, "read", list(range(1, k + 1)), "ok", 31, 31.1, "sql2")
+    return h
+
+
+def test_clients_fail_over_to_another_sql_node():
+    fo = {"failover": {"nodes": ["sql1"], "clients_fail_over": True, "bound_s": 9.1}}
+    run = record(exp={**fo, "serving": ["sql2"], "stopped_sql": ["sql1"]})
+    v, objs = judge(_failover_history(moves_after=0.5), copy.deepcopy(run))
+    assert objs["clients served again"]["valid"] is True
+    assert objs["clients served again"]["measured"] == pytest.approx(0.51, abs=0.02)
+    # moved, but too late; never moved
+    v, objs = judge(_failover_history(moves_after=9.5), copy.deepcopy(run))
+    assert objs["clients served again"]["valid"] is False
+    v, objs = judge(_failover_history(), copy.deepcopy(run))
+    assert objs["clients served again"]["valid"] is False and "never" in objs["clients served again"]["measured"]
+    # without failover the clients wait for their node: a figure, not a bound
+    run = record(exp={"failover": {**fo["failover"], "clients_fail_over": False, "bound_s": None},
+                      "serving": ["sql2"], "stopped_sql": ["sql1"]})
+    v, objs = judge(_failover_history(moves_after=9.5), run)
+    assert objs["clients served again"]["valid"] is True and objs["clients served again"]["bound"] is None
+
+
 def test_latency_objectives_of_a_client_path_fault():
     h = History("pk_update", {})
     for i in range(300):

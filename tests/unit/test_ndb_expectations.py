@@ -231,3 +231,34 @@ def test_a_data_node_restart_without_management_nodes_waits():
         eng.expectation("datanode_restart_without_mgm", cl, nodes=["data2", "mgm1"])
     with pytest.raises(UsageError, match="stops the cluster"):  # a whole node group, no arbitrator
         eng.expectation("datanode_restart_without_mgm", cl, nodes=["data1", "data2", "mgm1", "mgm2"])
+
+
+def test_system_restarts_and_their_durability_window():
+    eng, cl = fake_cluster()
+    g = eng.expectation("system_restart", cl, how="graceful")
+    assert not g.cluster_survives and g.recovery == "system_restart"
+    assert g.details["gcp_loss_window_s"] == 0.0  # a graceful shutdown ends with a global checkpoint
+    for how in ("abort", "kill"):
+        e = eng.expectation("system_restart", cl, how=how)
+        assert e.details["gcp_loss_window_s"] == pytest.approx(2 * 2.0)  # 2 x TimeBetweenGlobalCheckpoints
+    with pytest.raises(UsageError, match="how="):
+        eng.expectation("system_restart", cl, how="gently")
+
+
+def test_a_rolling_restart_promises_zero_outage_and_excludes_nobody_at_the_end():
+    eng, cl = fake_cluster()
+    e = eng.expectation("rolling_restart", cl)
+    assert e.cluster_survives and e.details["max_outage_s"] == 0.0 and e.details["excluded"] == []
+    assert e.details["order"] == ["data1", "data2", "data3", "data4"]
+
+
+def test_how_the_node_was_lost_adds_its_objectives():
+    eng, cl = fake_cluster()
+    e = eng.expectation("datanode_loss", cl, nodes=["data2"], frozen=True)
+    assert e.details["exit_on_heal"] == {"data2": 2315} and "2315" in e.rule
+    e = eng.expectation("two_datanodes_different_ng", cl, nodes=["data1", "data3"], held_s=8.0)
+    assert e.details["held_down"]["nodes"] == ["data1", "data3"] and e.details["held_down"]["min_s"] == 8.0
+    assert "exit_on_heal" not in e.details
+    # a loss the cluster does not survive has no node restart to wait for
+    e = eng.expectation("datanode_loss", cl, nodes=["data1", "data2"], frozen=True)
+    assert not e.cluster_survives and "exit_on_heal" not in e.details

@@ -17,13 +17,13 @@ from .rules import (CONTAINER_START_SLACK, HEARTBEATS_TO_DETECT, MGMD_START_BOUN
 
 FAMILIES = ("datanode_loss", "two_datanodes_different_ng", "nodegroup_loss", "partition_halves_arbitrator_side",
             "arbitrator_isolated", "mgmnode_loss", "all_mgmnodes_loss", "datanode_restart_without_mgm",
-            "sqlnode_loss")
+            "sqlnode_loss", "system_restart", "rolling_restart")
 
 #: keywords each family reads (others are accepted, ignored and listed in
 #: ``details["ignored_keywords"]``, so a scenario written for any engine never crashes here)
 FAMILY_KEYWORDS = {
-    "datanode_loss": ("nodes", "lost", "simultaneous", "arbitrator", "succession"),
-    "two_datanodes_different_ng": ("nodes", "simultaneous", "arbitrator", "succession"),
+    "datanode_loss": ("nodes", "lost", "simultaneous", "arbitrator", "succession", "frozen", "held_s"),
+    "two_datanodes_different_ng": ("nodes", "simultaneous", "arbitrator", "succession", "frozen", "held_s"),
     "nodegroup_loss": ("nodegroup", "arbitrator"),
     "partition_halves_arbitrator_side": ("side", "arbitrator"),
     "arbitrator_isolated": ("side", "arbitrator"),
@@ -31,7 +31,14 @@ FAMILY_KEYWORDS = {
     "all_mgmnodes_loss": ("arbitrator",),
     "datanode_restart_without_mgm": ("nodes", "held_s"),
     "sqlnode_loss": ("nodes", "lost"),
+    "system_restart": ("how",),
+    "rolling_restart": ("nodes",),
 }
+
+#: Forced shutdown of a data node that learns, on waking, that the others declared it dead
+#: (heartbeat failure while it was frozen): measured on 9.7.2, "We(12) have been declared dead by
+#: 13 ... Heartbeat failure", 0.3 s after the thaw.
+DECLARED_DEAD_EXIT = 2315
 
 LOST_CHOICE = {
     "datanode_loss": ("a count only: one data node per node group first (round-robin in node id order); "
@@ -256,8 +263,24 @@ def _data_loss(f: _Facts, arbitrator, lost: set[int], simultaneous: bool, fam: s
 
 
 def _datanode_loss(f: _Facts, arbitrator, kw: dict) -> Expectation:
+    """``frozen``: the nodes were frozen past the heartbeat timeout, so on the thaw each shuts
+    itself down with 2315 (then a node restart); ``held_s``: restarted with ``-n``, the nodes wait
+    in ``not started`` until the heal starts them (judged over at least ``held_s`` s)."""
     lost = f.ids_of(kw.get("nodes") or [f.topo.data_nodes[0].name])
-    return _data_loss(f, arbitrator, lost, bool(kw.get("simultaneous", True)), f.family, kw.get("succession"))
+    exp = _data_loss(f, arbitrator, lost, bool(kw.get("simultaneous", True)), f.family, kw.get("succession"))
+    return _how_lost(f, exp, lost, kw)
+
+
+def _how_lost(f: _Facts, exp: Expectation, lost: set[int], kw: dict) -> Expectation:
+    """What the way the nodes were lost adds: ``frozen`` (exit on heal), ``held_s`` (held down)."""
+    if kw.get("frozen") and exp.cluster_survives:
+        exp.details["exit_on_heal"] = {n: DECLARED_DEAD_EXIT for n in f.names(lost)}
+        exp.rule += (f"; frozen longer than {HEARTBEATS_TO_DETECT} heartbeats, the nodes are declared dead and, "
+                     f"once thawed, shut themselves down ({DECLARED_DEAD_EXIT}: declared dead by a peer)")
+    if kw.get("held_s") is not None and exp.cluster_survives:
+        exp.details["held_down"] = {"nodes": f.names(lost), "min_s": float(kw["held_s"]),
+                                    "why": "restarted with -n, a node waits in 'not started' until 'N START'"}
+    return exp
 
 
 def _two_datanodes_different_ng(f: _Facts, arbitrator, kw: dict) -> Expectation:
@@ -273,7 +296,7 @@ def _two_datanodes_different_ng(f: _Facts, arbitrator, kw: dict) -> Expectation:
                          f"got {f.names(lost)}")
     exp = _data_loss(f, arbitrator, lost, bool(kw.get("simultaneous", True)), f.family, kw.get("succession"))
     exp.rule += " (NdbRestarts TwoNodeFailure)"
-    return exp
+    return _how_lost(f, exp, lost, kw)
 
 
 def _nodegroup_loss(f: _Facts, arbitrator, kw: dict) -> Expectation:
@@ -431,6 +454,58 @@ def _sqlnode_loss(f: _Facts, arbitrator, kw: dict) -> Expectation:
                  "timing": f.timing})
 
 
+def _system_restart(f: _Facts, arbitrator, kw: dict) -> Expectation:
+    """Every data node stops and the cluster restarts from its last completed global checkpoint
+    (docs/facts.md NDB 7). ``how``: ``graceful`` (ALL RESTART: the shutdown completes a global
+    checkpoint first, so no acknowledged commit may be lost), ``abort`` (ALL RESTART -a) or
+    ``kill`` (SIGKILL of every data node at once): acknowledged commits of the last
+    2 x TimeBetweenGlobalCheckpoints may be lost. ALL RESTART leaves the data nodes' angels
+    running, so they start again by themselves; after a kill the heal starts the containers."""
+    how = kw.get("how") or "graceful"
+    if how not in ("graceful", "abort", "kill"):
+        raise UsageError(f"system_restart: how={how!r} (graceful, abort or kill)")
+    window = 0.0 if how == "graceful" else crash_loss_window_s(f.tm)
+    what = {"graceful": "ALL RESTART: a graceful cluster shutdown (a last global checkpoint, then every data "
+                        "node stops), then a system restart by the angels",
+            "abort": "ALL RESTART -a: every data node stops at once without a last checkpoint, then a system "
+                     "restart by the angels",
+            "kill": "every data node killed at the same moment: a system restart once they are started again"}[how]
+    return Expectation(
+        family=f.family, survivors_serve=False, cluster_survives=False,
+        rule=f"docs/facts.md NDB 7: {what}; recovered to the last completed global checkpoint",
+        # clients are told at once: the API nodes lose every data node (a kill closes the
+        # connections; a shutdown tells them), so the last success is within one detection bound
+        detection_bound_s=f.det_data, recovery_bound_s=f.rec_system, recovery="system_restart",
+        details={"how": how, "lost": f.names(f.data_ids), "arbitrator": arbitrator,
+                 "gcp_loss_window_s": window,
+                 "durability": ("no acknowledged commit lost: a graceful shutdown completes a global checkpoint"
+                                if how == "graceful" else
+                                f"acknowledged commits of the last {window:g} s before the stop may be lost "
+                                "(2 x TimeBetweenGlobalCheckpoints)"),
+                 "client_errors": {"expected": [4009], "class": "unknown",
+                                   "text": "4009 'Cluster Failure', connection errors and NR-class errors "
+                                           "while the data nodes are down"},
+                 "timing": f.timing})
+
+
+def _rolling_restart(f: _Facts, arbitrator, kw: dict) -> Expectation:
+    """Every data node restarted through the management server, one at a time, each only once the
+    previous is started again: at every moment each node group has a live member and the
+    restarting node hands its work over first, so the cluster never stops. Zero outage:
+    ``max_outage_s`` 0, i.e. no SQL node has an outage at all as the availability checker
+    defines one (a gap between successes longer than max(0.2 s, 3 x the baseline's p99 gap));
+    temporary errors are allowed, a pause is not."""
+    nodes = f.names(f.ids_of(kw.get("nodes") or [n.name for n in f.topo.data_nodes]))
+    return Expectation(
+        family=f.family, survivors_serve=True, cluster_survives=True,
+        rule=("docs/facts.md NDB 7: node restarts one at a time: each node group keeps a live member and a "
+              "graceful restart hands the node's work over first, so the cluster never stops"),
+        detection_bound_s=f.det_data, recovery_bound_s=f.rec_node, recovery="node_restart",
+        details={"order": nodes, "lost": nodes, "excluded": [], "max_outage_s": 0.0,
+                 "client_errors": {"during_restart": "temporary (NR class) only"},
+                 "timing": f.timing})
+
+
 _FAMILY_RULES = {
     "datanode_loss": _datanode_loss,
     "two_datanodes_different_ng": _two_datanodes_different_ng,
@@ -441,4 +516,6 @@ _FAMILY_RULES = {
     "all_mgmnodes_loss": _all_mgmnodes_loss,
     "datanode_restart_without_mgm": _restart_without_mgm,
     "sqlnode_loss": _sqlnode_loss,
+    "system_restart": _system_restart,
+    "rolling_restart": _rolling_restart,
 }

@@ -1,0 +1,171 @@
+"""Management-client faults without Docker: the ndb_mgm commands they send (options in the
+manual's order, several nodes in one command), the effect they verify on the cluster (each target
+leaves 'started'), a refusal reported with the client's own words, -n healed by START, a rolling
+restart that waits for each node, and no such faults on an engine without a management client."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from ndbchaos import topology as TP
+from ndbchaos.clock import RunClock
+from ndbchaos.errors import UsageError
+from ndbchaos.faults import mgm as MG
+from ndbchaos.faults.base import FaultNotEffective, FaultUnsupported
+from ndbchaos.journal import Journal
+from ndbchaos.topology import Node, Topology
+
+
+class Engine:
+    """ndb_mgm as a small state machine: RESTART takes nodes out of 'started' (-n: into 'not
+    started', else through 'starting' back to 'started' after ``comes_back`` reports)."""
+
+    name = "ndb"
+
+    def __init__(self, refuse=None, comes_back=2, stays=False):
+        self.sent, self.refuse, self.comes_back, self.stays = [], refuse, comes_back, stays
+        self.state = {11: "started", 12: "started", 13: "started", 14: "started"}
+        self.countdown = {}
+
+    def mgm(self, cluster, command, timeout=10):
+        self.sent.append(command)
+        if self.refuse:
+            banner = "Connected to management server at localhost port 1186 (using cleartext)"
+            return 0, f"{banner}\n{self.refuse}\n", "mgm1"
+        words = command.split()
+        verb = next(w for w in words if w in ("RESTART", "START", "STOP"))
+        ids = list(self.state) if words[0] == "ALL" else [int(w) for w in words[:words.index(verb)]]
+        for i in ids:
+            if self.stays:
+                continue
+            if verb == "START":
+                self.state[i] = "started"
+            elif "-n" in words:
+                self.state[i] = "not started"
+            else:
+                self.state[i] = "starting"
+                self.countdown[i] = self.comes_back
+        return 0, f"Node {', '.join(map(str, ids))} is being restarted\n", "mgm1"
+
+    def mgm_report(self, cluster):
+        for i, n in list(self.countdown.items()):
+            if n <= 0:
+                self.state[i] = "started"
+                del self.countdown[i]
+            else:
+                self.countdown[i] = n - 1
+        nodes = {i: SimpleNamespace(started=s == "started",
+                                    state_name={"started": "STARTED", "not started": "NOT_STARTED"}.get(s, "STARTING"))
+                 for i, s in self.state.items()}
+        return SimpleNamespace(node=nodes.get), "mgm1"
+
+    def recover_nodes(self, cluster, nodes):
+        raise AssertionError("nothing to recover: the containers never stopped")
+
+
+class Cluster:
+    def __init__(self, engine):
+        self.project = "proj"
+        nodes = [Node(f"data{i - 10}", TP.DATA, f"proj-data{i - 10}-1", nodegroup=(i - 11) // 2, nodeid=i)
+                 for i in (11, 12, 13, 14)]
+        nodes.append(Node("mgm1", TP.MGM, "proj-mgm1-1", nodeid=1))
+        self.topology = Topology("proj", "ndb", nodes)
+        self.engine = engine
+        self.options, self.clock = {}, RunClock()
+        self.journal = Journal(self.clock)
+
+    def note(self, kind, **fields):
+        return self.journal.note(kind, **fields)
+
+    def container(self, node):
+        return SimpleNamespace(name=node.container if isinstance(node, Node) else node)
+
+
+@pytest.fixture(autouse=True)
+def running(monkeypatch):
+    monkeypatch.setattr(MG.runtime, "container_state", lambda c: "running")
+    monkeypatch.setattr(MG, "wait_until", _fast_wait)
+    monkeypatch.setattr(MG.time, "sleep", lambda s: None)
+
+
+def _fast_wait(pred, timeout, poll=0.1, **kw):
+    for _ in range(50):
+        got = pred()
+        if got:
+            return got
+    return None
+
+
+def test_restart_commands_follow_the_manual():
+    assert MG.restart_command([11]) == "11 RESTART"
+    every = MG.restart_command([12, 14], initial=True, nostart=True, abort=True, force=True)
+    assert every == "12 14 RESTART -n -i -a -f"
+    assert MG.restart_command("ALL", abort=True) == "ALL RESTART -a"
+    with pytest.raises(UsageError):
+        MG.restart_command([])
+
+
+def test_a_restart_is_verified_on_the_cluster():
+    c = Cluster(Engine())
+    f = MG.MgmRestart(c, [c.topology.node("data1")], initial=True)
+    f.inject()
+    assert c.engine.sent == ["11 RESTART -i"]
+    assert list(f.window.params["left_at"]) == ["data1"]
+    assert "left the cluster" in f.window.verification[0]
+    f.heal()
+    assert c.engine.sent == ["11 RESTART -i"]  # nothing to undo: the node comes back by itself
+
+
+def test_nostart_waits_until_the_heal_starts_the_nodes():
+    c = Cluster(Engine())
+    f = MG.MgmRestart(c, [c.topology.node("data1"), c.topology.node("data3")], nostart=True, abort=True)
+    f.inject()
+    assert c.engine.sent == ["11 13 RESTART -n -a"]
+    assert c.engine.state[11] == c.engine.state[13] == "not started"
+    f.heal()
+    assert c.engine.sent[-1] == "11 13 START" and c.engine.state[11] == "started"
+    assert f.window.params["start"]["command"] == "11 13 START"
+
+
+def test_a_refusal_is_not_effective_with_the_clients_words():
+    c = Cluster(Engine(refuse="* 2002: Stop failed\n*        Node shutdown would cause system crash"))
+    f = MG.MgmRestart(c, [c.topology.node("data1")])
+    with pytest.raises(FaultNotEffective, match="Stop failed|system crash"):
+        f.inject()
+
+
+def test_a_node_that_never_leaves_is_not_effective():
+    c = Cluster(Engine(stays=True))
+    f = MG.MgmRestart(c, [c.topology.node("data2")])
+    with pytest.raises(FaultNotEffective, match="still started"):
+        f.inject()
+
+
+def test_system_restart_targets_every_data_node():
+    c = Cluster(Engine())
+    f = MG.SystemRestart(c, abort=True)
+    f.inject()
+    assert c.engine.sent == ["ALL RESTART -a"]
+    assert sorted(f.window.targets) == ["data1", "data2", "data3", "data4"]
+    f.heal()
+
+
+def test_a_rolling_restart_waits_for_each_node():
+    c = Cluster(Engine(comes_back=3))
+    f = MG.RollingRestart(c, list(c.topology.data_nodes))
+    f.inject()
+    assert c.engine.sent == ["11 RESTART", "12 RESTART", "13 RESTART", "14 RESTART"]
+    steps = f.window.params["steps"]
+    assert [s["node"] for s in steps] == ["data1", "data2", "data3", "data4"]
+    assert all(s["left"] is not None and s["started"] is not None for s in steps)
+    f.heal()
+
+
+def test_only_data_nodes_and_only_with_a_management_client():
+    c = Cluster(Engine())
+    with pytest.raises(UsageError, match="only data nodes"):
+        MG.MgmRestart(c, [c.topology.node("mgm1")])
+    c.engine = SimpleNamespace(name="galera")
+    f = MG.MgmRestart(c, [c.topology.node("data1")])
+    with pytest.raises(FaultUnsupported):
+        f.inject()
