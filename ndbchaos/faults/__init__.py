@@ -8,6 +8,7 @@ The catalogue (see docs/faults.md):
 
     targets     one_data, node, nodegroup, one_per_nodegroup, master, arbitrators, sql, ...
     node        Kill, KillInTurn, RestartWithout, Stop, Pause, Restart, KillDuringRecovery
+    mgm         MgmRestart, MgmStop, SystemRestart, RollingRestart (ndb_mgm; NDB only)
     network     Isolate, Components, Halves, NodeGroupSplit, Bridge, MajoritiesRing, OneWay,
                 RoleSplit (SqlDataSplit, MgmDataSplit), Partition (any grudge), Disconnect
     netem       Netem (Delay, Loss, Duplicate, Corrupt): NetemUnsupported without sch_netem

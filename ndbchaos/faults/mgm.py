@@ -18,6 +18,7 @@ raise ``FaultUnsupported``.
 
 from __future__ import annotations
 
+import re
 import time
 
 from .. import runtime
@@ -263,4 +264,32 @@ class RollingRestart(_MgmFault):
         return "nothing to undo: every node was restarted during the roll"
 
 
-__all__ = ["MgmRestart", "MgmStop", "RollingRestart", "SystemRestart", "flags", "restart_command"]
+class KillDuringBackup(Kill):
+    """``START BACKUP WAIT STARTED`` (an online backup of every data node), then, once the
+    management server says it started, kill the targets while it runs. The backup's id and the
+    client's words are in the window (``backup_id``, ``backup_said``); what became of it is the
+    engine's to log (NDB aborts a backup when a data node fails). Heal: node restart."""
+
+    kind = "kill-during-backup"
+
+    def __init__(self, cluster, targets, signal: str = "SIGKILL", timeout: float = 60.0):
+        super().__init__(cluster, targets, signal=signal)
+        _data_targets(self.kind, self.targets)
+        self.timeout = timeout
+        self.window.params["command"] = "START BACKUP WAIT STARTED"
+
+    def _apply(self) -> None:
+        said, src = _mgm(self.cluster, self.window.params["command"], self.timeout)
+        m = re.search(r"Backup (\d+) started", said)
+        if m is None:
+            raise FaultNotEffective(f"ndb_mgm '{self.window.params['command']}' via {src}: no backup started ({said})")
+        self.window.params.update(backup_id=int(m.group(1)), backup_said=said,
+                                  backup_started_at=round(self.cluster.clock.now(), 3))
+        self._signal_all()
+
+    def _verify_applied(self) -> str:
+        return f"backup {self.window.params['backup_id']} running; {super()._verify_applied()}"
+
+
+__all__ = ["KillDuringBackup", "MgmRestart", "MgmStop", "RollingRestart", "SystemRestart", "flags",
+           "restart_command"]

@@ -207,6 +207,10 @@ TEXTS = [
      {"mode": "partial", "nodes": [11, 12], "missing": [13]}),
     ("Start potentially partitioned with nodes 1  [ missing: 2 no-wait:  ]", "start_with_nodes",
      {"mode": "partitioned", "nodes": [1], "missing": [2]}),
+    ("Backup 3 started from node 1", "backup_started", {"backup": 3, "by": 1}),
+    ("Backup 3 started from node 1 completed. StartGCP: 5 StopGCP: 8 #Records: 2061 #LogRecords: 0 "
+     "Data: 52336 bytes Log: 0 bytes", "backup_completed", {"backup": 3, "by": 1}),
+    ("Backup 4 started from 1 has been aborted. Error: 1326", "backup_aborted", {"backup": 4, "by": 1, "error": 1326}),
 ]
 
 REQUIRED = {"node_connected", "node_disconnected", "communication_closed", "communication_opened", "missed_heartbeat",

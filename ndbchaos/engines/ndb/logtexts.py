@@ -233,6 +233,14 @@ _rule("node_id_allocated", r"Nodeid (?P<node>\d+) allocated for (?P<type>\w+) at
       lambda m: {"node_type": m.group("type"), "address": m.group("addr")})
 _rule("node_id_rejected", r"Alloc node id (?P<node>\d+) rejected, (?P<reason>.*)",
       lambda m: {"reason": m.group("reason")})
+# Backup category (EventLogger.cpp getTextBackupStarted/Completed/Aborted): ``by`` is the node
+# that started it (the management node that sent START BACKUP)
+_rule("backup_completed", r"Backup (?P<backup>\d+) started from node (?P<by>\d+) completed\..*",
+      lambda m: {"backup": int(m.group("backup")), "by": int(m.group("by"))})
+_rule("backup_started", r"Backup (?P<backup>\d+) started from node (?P<by>\d+)",
+      lambda m: {"backup": int(m.group("backup")), "by": int(m.group("by"))})
+_rule("backup_aborted", r"Backup (?P<backup>\d+) started from (?P<by>\d+) has been aborted\. Error: (?P<error>\d+)",
+      lambda m: {"backup": int(m.group("backup")), "by": int(m.group("by")), "error": int(m.group("error"))})
 _rule("mgmd_started", r"MySQL Cluster Management Server (?P<version>\S+(?: \S+)?) started",
       lambda m: {"version": m.group("version")})
 _rule("mgmd_shutdown_completed", r"Shutdown complete")
@@ -250,7 +258,8 @@ _SELF_KINDS = {"shutdown_report_failed", "start_initiated", "node_started", "sta
                # 9.x process messages and reports about the reporter's own state
                "joined_cluster", "master_takeover_started", "lcp_started", "lcp_completed", "start_waiting",
                "start_with_nodes", "system_restart", "restart_gci", "signal_received", "overslept",
-               "thread_stuck", "arbitrator_shutdown", "mgmd_started", "mgmd_shutdown_completed"}
+               "thread_stuck", "arbitrator_shutdown", "mgmd_started", "mgmd_shutdown_completed",
+               "backup_started", "backup_completed", "backup_aborted"}
 
 _SIGNALS = {"SIGHUP": 1, "SIGINT": 2, "SIGQUIT": 3, "SIGABRT": 6, "SIGKILL": 9, "SIGUSR1": 10, "SIGSEGV": 11,
             "SIGUSR2": 12, "SIGTERM": 15}  # Linux numbers (the containers run Linux)
