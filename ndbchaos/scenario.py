@@ -250,7 +250,7 @@ class ScenarioRun:
         fo = next((o for o in objs if o["name"] == "clients served again"), None)
         if fo is not None and isinstance(fo.get("measured"), (int, float)):
             self.measure("clients served again", fo["measured"], "s", bound=fo.get("bound"),
-                         note="fault in place -> the last of the lost SQL node's clients succeeded again "
+                         note="the slowest of the lost SQL node's clients: its first error -> its next success "
                          + ("(failover to the next SQL node)" if fo.get("bound") is not None
                             else "(no failover: on their own node, once it was back)"))
         if d.get("throughput_recovered_s") is not None:

@@ -32,6 +32,9 @@ class Engine:
         if self.refuse:
             banner = "Connected to management server at localhost port 1186 (using cleartext)"
             return 0, f"{banner}\n{self.refuse}\n", "mgm1"
+        if command.startswith("START BACKUP"):
+            said = "Waiting for started, this may take several minutes\nNode 11: Backup 7 started from node 1\n"
+            return 0, said, "mgm1"
         words = command.split()
         verb = next(w for w in words if w in ("RESTART", "START", "STOP"))
         ids = list(self.state) if words[0] == "ALL" else [int(w) for w in words[:words.index(verb)]]
@@ -169,3 +172,14 @@ def test_only_data_nodes_and_only_with_a_management_client():
     f = MG.MgmRestart(c, [c.topology.node("data1")])
     with pytest.raises(FaultUnsupported):
         f.inject()
+
+
+def test_a_kill_during_a_backup_starts_the_backup_first(monkeypatch):
+    c = Cluster(Engine())
+    killed = []
+    monkeypatch.setattr(MG.KillDuringBackup, "_signal_all", lambda self: killed.append(list(self.window.targets)))
+    monkeypatch.setattr(MG.Kill, "_verify_applied", lambda self: "process gone after SIGKILL: data3 exited")
+    f = MG.KillDuringBackup(c, [c.topology.node("data3")])
+    f.inject()
+    assert c.engine.sent == ["START BACKUP WAIT STARTED"] and killed == [["data3"]]
+    assert f.window.params["backup_id"] == 7 and f.window.verification[0].startswith("backup 7 running")

@@ -262,3 +262,10 @@ def test_how_the_node_was_lost_adds_its_objectives():
     # a loss the cluster does not survive has no node restart to wait for
     e = eng.expectation("datanode_loss", cl, nodes=["data1", "data2"], frozen=True)
     assert not e.cluster_survives and "exit_on_heal" not in e.details
+
+
+def test_a_node_failure_during_a_backup_aborts_it():
+    eng, cl = fake_cluster()
+    e = eng.expectation("datanode_loss", cl, nodes=["data3"], during_backup=True)
+    assert e.cluster_survives and e.details["expected_events"][-1] == "backup_aborted"
+    assert e.details["backup"] == {"aborted_with": 1326}

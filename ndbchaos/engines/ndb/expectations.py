@@ -22,7 +22,8 @@ FAMILIES = ("datanode_loss", "two_datanodes_different_ng", "nodegroup_loss", "pa
 #: keywords each family reads (others are accepted, ignored and listed in
 #: ``details["ignored_keywords"]``, so a scenario written for any engine never crashes here)
 FAMILY_KEYWORDS = {
-    "datanode_loss": ("nodes", "lost", "simultaneous", "arbitrator", "succession", "frozen", "held_s"),
+    "datanode_loss": ("nodes", "lost", "simultaneous", "arbitrator", "succession", "frozen", "held_s",
+                      "during_backup"),
     "two_datanodes_different_ng": ("nodes", "simultaneous", "arbitrator", "succession", "frozen", "held_s"),
     "nodegroup_loss": ("nodegroup", "arbitrator"),
     "partition_halves_arbitrator_side": ("side", "arbitrator"),
@@ -39,6 +40,9 @@ FAMILY_KEYWORDS = {
 #: (heartbeat failure while it was frozen): measured on 9.7.2, "We(12) have been declared dead by
 #: 13 ... Heartbeat failure", 0.3 s after the thaw.
 DECLARED_DEAD_EXIT = 2315
+
+#: the error a backup is aborted with when a data node fails during it (measured on 9.7.2)
+BACKUP_ABORTED_BY_NODE_FAILURE = 1326
 
 LOST_CHOICE = {
     "datanode_loss": ("a count only: one data node per node group first (round-robin in node id order); "
@@ -272,11 +276,19 @@ def _datanode_loss(f: _Facts, arbitrator, kw: dict) -> Expectation:
 
 
 def _how_lost(f: _Facts, exp: Expectation, lost: set[int], kw: dict) -> Expectation:
-    """What the way the nodes were lost adds: ``frozen`` (exit on heal), ``held_s`` (held down)."""
+    """What the way the nodes were lost adds: ``frozen`` (exit on heal), ``held_s`` (held down),
+    ``during_backup`` (the backup is aborted: an expected event)."""
     if kw.get("frozen") and exp.cluster_survives:
         exp.details["exit_on_heal"] = {n: DECLARED_DEAD_EXIT for n in f.names(lost)}
         exp.rule += (f"; frozen longer than {HEARTBEATS_TO_DETECT} heartbeats, the nodes are declared dead and, "
                      f"once thawed, shut themselves down ({DECLARED_DEAD_EXIT}: declared dead by a peer)")
+    if kw.get("during_backup") and exp.cluster_survives:
+        # measured on 9.7.2: "Backup 1 started from 1 has been aborted. Error: 1326", 0.18 s after
+        # the SIGKILL of a data node during START BACKUP (tests/unit/fixtures/ndb-9.7)
+        exp.details["expected_events"] = [*exp.details.get("expected_events", []), "backup_aborted"]
+        exp.details["backup"] = {"aborted_with": BACKUP_ABORTED_BY_NODE_FAILURE}
+        exp.rule += (f"; the online backup running on every data node is aborted by the node failure "
+                     f"(error {BACKUP_ABORTED_BY_NODE_FAILURE}); the data stays served")
     if kw.get("held_s") is not None and exp.cluster_survives:
         exp.details["held_down"] = {"nodes": f.names(lost), "min_s": float(kw["held_s"]),
                                     "why": "restarted with -n, a node waits in 'not started' until 'N START'"}
@@ -482,6 +494,13 @@ def _system_restart(f: _Facts, arbitrator, kw: dict) -> Expectation:
                                 if how == "graceful" else
                                 f"acknowledged commits of the last {window:g} s before the stop may be lost "
                                 "(2 x TimeBetweenGlobalCheckpoints)"),
+                 # measured on 9.7.2: ALL RESTART logs "Cluster shutdown initiated" and "Node shutdown
+                 # completed, restarting" on every node; -a only the latter; every way ends in
+                 # "System Restart: master node ..., gci: N" and "Restarting cluster to GCI: N"
+                 "expected_events": {"graceful": ["shutdown_initiated", "shutdown_completed"],
+                                     "abort": ["shutdown_completed"], "kill": []}[how]
+                 + ["system_restart", "restart_gci"],
+                 **({"unexpected_events": ["forced_shutdown"]} if how != "kill" else {}),
                  "client_errors": {"expected": [4009], "class": "unknown",
                                    "text": "4009 'Cluster Failure', connection errors and NR-class errors "
                                            "while the data nodes are down"},
