@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.scenarios import masters, one_data_node, params
+from fixtures.scenarios import masters, one_data_node, one_sql_node, params
 from ndbchaos.driver import Scenario
-from ndbchaos.faults.network import Isolate, NodeGroupSplit
+from ndbchaos.faults.network import Isolate, NodeGroupSplit, OneWay
 
 pytestmark = [pytest.mark.partition, pytest.mark.docker]
 
@@ -27,6 +27,16 @@ SCENARIOS = [
     Scenario("isolate_master_data_node", "partition", "isolate the master data node from every other member",
              fault=lambda c, rng: Isolate(c, masters(c)[0]), engines=("ndb",),
              elsewhere="Galera has no master", slow=True),
+    # NDB's catalogue: a one-way link between the data nodes and one SQL node. Its packets to
+    # every data node are dropped (their packets to it still arrive): TCP fails both ways, the
+    # data nodes declare the API node dead after its heartbeats stop, its clients stop being
+    # served; the other SQL node is untouched; after the heal it reconnects.
+    Scenario("one_way_cut_sql_node_from_data_nodes", "partition",
+             "one SQL node's packets to every data node dropped (one-way), then healed",
+             fault=lambda c, rng: OneWay(c, one_sql_node(c, rng)[0].name, [d.name for d in c.topology.data_nodes],
+                                         mode="packets"),
+             engines=("ndb",), elsewhere="Galera's SQL endpoint is its data node: no separate SQL node to cut off",
+             slow=True),
     # Every node group split across the two sides, the arbitrator with side A: A wins.
     Scenario("split_nodegroup_arbitrator_on_one_side", "partition",
              "split the node group(s) in two, arbitrator on one side",

@@ -100,19 +100,25 @@ class MajoritiesRing(Partition):
 
 
 class OneWay(Partition):
-    """``src`` cannot reach ``dst``; ``dst`` still reaches ``src``.
+    """``src`` cannot reach ``dst`` (one node, or several: each of them); ``dst`` still reaches
+    ``src``.
 
     Default mode ``connections``: connections ``src`` opens to ``dst`` are dropped at ``dst``
     (conntrack original direction), including ones already open; ``dst``'s own connections to
     ``src`` work. ``mode="packets"``: Jepsen's one-sided grudge (every packet from ``src`` is
-    dropped at ``dst``; TCP then fails both ways, the cut is one-way at the packet level)."""
+    dropped at ``dst``; TCP then fails both ways, the cut is one-way at the packet level). In
+    packets mode the window's ``components`` say so for the engine's rules: ``src`` alone
+    against the destinations (nodes in neither still reach both)."""
 
     def __init__(self, cluster, src, dst, mode: str = "connections", **kw):
         s, d = _names(cluster, src), _names(cluster, dst)
-        if len(s) != 1 or len(d) != 1:
-            raise UsageError("one-way takes one source and one destination node")
-        super().__init__(cluster, G.one_way(s[0], d[0]), mode=mode, kind="one-way", focus=[s[0], d[0]],
-                         src=s[0], dst=d[0], **kw)
+        if len(s) != 1 or not d or s[0] in d:
+            raise UsageError("one-way takes one source node and one or more other destination nodes")
+        grudge = G.merge(*(G.one_way(s[0], x) for x in d))
+        if mode == "packets":
+            kw.setdefault("components", [[s[0]], list(d)])
+        super().__init__(cluster, grudge, mode=mode, kind="one-way", focus=[s[0], *d],
+                         src=s[0], dst=d[0] if len(d) == 1 else list(d), **kw)
 
 
 class RoleSplit(Partition):

@@ -13,7 +13,7 @@ import pytest
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.journal import Journal
-from ndbchaos.errors import BlastRadiusError, NdbChaosError
+from ndbchaos.errors import BlastRadiusError, NdbChaosError, UsageError
 from ndbchaos.faults import base, netem, netns, pumba, safety, skip_if_unsupported
 from ndbchaos.faults import toxiproxy as TX
 from ndbchaos.topology import Node, Topology
@@ -440,3 +440,16 @@ def test_toxiproxy_setup_keeps_existing_proxies():
     assert not TX._same({"listen": "[::]:21002", "upstream": "c1:3306"}, spec)
     assert not TX._same({"listen": "[::]:21001", "upstream": "c9:3306"}, spec)
     assert not TX._same(None, spec)
+
+
+def test_one_way_to_several_nodes_describes_its_components_in_packets_mode():
+    from ndbchaos.faults.network import OneWay
+    c = FakeCluster()
+    f = OneWay(c, "data1", ["data2", "data3"], mode="packets")
+    assert f.grudge == {"data2": frozenset({"data1"}), "data3": frozenset({"data1"})}
+    assert f.window.params["components"] == [["data1"], ["data2", "data3"]]
+    assert f.window.targets == ["data1", "data2", "data3"]
+    # connections mode is one-way for TCP too: no components (dst still opens connections to src)
+    assert "components" not in OneWay(c, "data1", "data2").window.params
+    with pytest.raises(UsageError):
+        OneWay(c, "data1", ["data1", "data2"])
