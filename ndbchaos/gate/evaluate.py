@@ -183,10 +183,13 @@ def judge(run: Run, gate: Gate, baseline: dict | None = None,
 
 
 def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[str]]] | None = None,
-             baseline: dict | None = None) -> dict:
+             baseline: dict | None = None,
+             not_applicable: list[tuple[list[str], list[str]]] | None = None) -> dict:
     """The gate's result over a session: every run judged, and every scenario the gate names that
     did not run listed as NOT EVALUATED. ``expected``: (ids, markers) of every scenario that could
-    have run (the collected catalogue); without it, entries that matched no run are listed."""
+    have run (the collected catalogue); without it, entries that matched no run are listed.
+    ``not_applicable``: scenarios collected but declared for other engines; an entry that names
+    only those is about another engine, not a scenario that failed to run."""
     rows: list[Row] = []
     figures = {}
     for run in runs:
@@ -199,7 +202,7 @@ def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[s
             rows.append(Row(ids[0], "(all)", None, None, NOT_EVALUATED, "fail", "did not run (deselected or skipped)"))
     for e in gate.entries:
         if not any(matches(e, run.ids, run.markers) for run in runs) and not any(
-                matches(e, ids, mk) for ids, mk in expected or []):
+                matches(e, ids, mk) for ids, mk in [*(expected or []), *(not_applicable or [])]):
             rows.append(Row(" | ".join(e.patterns), "(all)", None, None, NOT_EVALUATED, e.severity,
                             "no scenario of this run matches"))
     return {**summarize(gate, rows), "figures": figures}

@@ -91,8 +91,9 @@ class GatePlugin:
             return
         ran = {r.test_id for r in self.runs}
         expected = [x for x in self.expected if x[0][0] not in ran and self._applies(x[0][0])]
+        elsewhere = [x for x in self.expected if not self._applies(x[0][0])]
         self.result = evaluate(self.gate, self.runs, expected + [(r.ids, r.markers) for r in self.runs],
-                               self.baseline)
+                               self.baseline, not_applicable=elsewhere)
         self.out.parent.mkdir(parents=True, exist_ok=True)
         self.out.write_text(json.dumps(self.result, indent=1))
         if self.result["result"] == "fail" and session.exitstatus == 0:
