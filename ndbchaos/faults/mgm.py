@@ -112,7 +112,8 @@ class MgmRestart(_MgmFault):
     removed and rebuilt from its peers), ``-n`` no start (the node waits in ``not started`` for
     ``N START``: the heal sends it), ``-a`` abort (no graceful handover: transactions on it are
     aborted), ``-f`` force (even if the restart takes the cluster down). Several targets are one
-    command: NDB restarts them together."""
+    command: NDB restarts them together, and only with ``-a`` (9.7.2 refuses a graceful one with
+    "5031-Unsupported multi node shutdown. Abort option required.": not effective)."""
 
     kind = "mgm-restart"
     simultaneous = True
