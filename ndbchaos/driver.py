@@ -91,16 +91,22 @@ def play(run, scenario: Scenario):
     fault = scenario.fault(cluster, run.rng)
     plan = scenario.plan(cluster, fault)
     run.expect(plan)
-    exp = plan.exp
-    # the engine's durability promise applies to a whole-cluster crash (NDB: the last GCP)
-    # (the expectation may say otherwise: a graceful shutdown completes a last checkpoint, 0 s)
-    window = None if exp.cluster_survives else exp.details.get(
-        "gcp_loss_window_s", cluster.engine.crash_loss_window_s(cluster.options))
 
     with run.phase("baseline", f"steady {run.workload.name} load"):
         run.start_load()
         run.hold(scenario.baseline_s)
 
+    cycle(run, fault, plan, scenario.hold_s, scenario.after_s)
+    return run.finish()
+
+
+def cycle(run, fault, plan, hold_s: float, after_s: float) -> None:
+    """One fault under the running load, as its plan expects: the fault phase (inject, the
+    engine's reaction, the shutdowns its rules require, ``hold_s``), the recovery phase (heal,
+    restart what exited, every node healthy, every SQL node served again, ``after_s``), and the
+    check options the verdict needs for it. Marks and measurements go to ``run``."""
+    cluster = run.cluster
+    exp = plan.exp
     with run.phase("fault", f"{fault.kind} {', '.join(fault.window.targets)}"):
         run.inject(fault)
         start = run.mark("fault", fault.window.start)
@@ -113,7 +119,7 @@ def play(run, scenario: Scenario):
                         note="applying the fault took this long (a graceful stop hands the node's work over first)")
         _observe_reaction(run, plan, start, in_place)
         _wait_shut_down(run, plan, in_place)
-        run.hold(scenario.hold_s)
+        run.hold(hold_s)
 
     with run.phase("recovery", f"heal: {exp.recovery}"):
         heal = run.mark("heal", run.clock.now())
@@ -126,8 +132,12 @@ def play(run, scenario: Scenario):
                         note=f"heal began ({exp.recovery}) -> every node healthy")
             for name in plan.sql_nodes:  # judged by the verdict: served again within the bound
                 run.runner.wait_ok(name, after=healthy, timeout=exp.detection_bound_s + 1.0)
-        run.hold(scenario.after_s)
+        run.hold(after_s)
 
+    # the engine's durability promise applies to a whole-cluster crash (NDB: the last GCP)
+    # (the expectation may say otherwise: a graceful shutdown completes a last checkpoint, 0 s)
+    window = None if exp.cluster_survives else exp.details.get(
+        "gcp_loss_window_s", cluster.engine.crash_loss_window_s(cluster.options))
     if window is not None and run.marks.get("stopped_serving") is not None:
         # The crash that matters for durability is when the cluster stopped committing (the
         # last acknowledged operation), not when the fault began: a node group's survivors, or
@@ -136,7 +146,6 @@ def play(run, scenario: Scenario):
     allowed = exp.details.get("allowed_error_classes")
     if allowed:
         run.check_options["allowed_error_classes"] = list(allowed)
-    return run.finish()
 
 
 def _observe_reaction(run, plan, start: float, in_place: float) -> None:
@@ -197,4 +206,4 @@ def seeded(rng: random.Random, items):
     return rng.choice(list(items))
 
 
-__all__ = ["AFTER_S", "BASELINE_S", "HOLD_S", "Scenario", "margin", "play", "seeded", "wait_stopped_serving"]
+__all__ = ["AFTER_S", "BASELINE_S", "HOLD_S", "Scenario", "cycle", "margin", "play", "seeded", "wait_stopped_serving"]

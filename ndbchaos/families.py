@@ -31,6 +31,7 @@ OTHER_MARKERS = {
     "ndb_contract": "runs only against a real MySQL NDB Cluster",
     "docker": "needs a Docker engine",
     "slow": "long-running",
+    "soak": "load for a long time under a seeded random schedule of faults (ndbchaos.soak)",
 }
 
 

@@ -98,6 +98,9 @@ class ScenarioRun:
         self.plan = None  # ndbchaos.plans.Plan
         self.check_options: dict = {}
         self.faults: list = []
+        self.steps: list[dict] = []  # the faults of a run with several (a soak), each its own record
+        self.soak: dict | None = None  # a soak's declaration, seed and schedule (ndbchaos.soak)
+        self.memory: list[dict] = []  # resident memory samples of a soak (ndbchaos.soak.MemoryProbe)
         self.status_before = None
         self.result: Result | None = None
         self._load_running = False
@@ -138,6 +141,24 @@ class ScenarioRun:
         self.plan = plan
         self.measure("expectation", plan.exp.rule)
         self.measure("expected serving", ", ".join(plan.serving) or "none")
+
+    @contextlib.contextmanager
+    def fault_step(self, info: dict, plan):
+        """One fault of several in a run (a soak): inside, the plan, marks, measurements and check
+        options are this fault's own; on the way out they become a step of the run record (with
+        the fault windows and the time span it covers), judged on its own by ``check_run``."""
+        saved = (self.plan, self.marks, self.measurements, self.check_options)
+        self.plan, self.marks, self.measurements, self.check_options = plan, {}, {}, {}
+        step = {**info, "begin": round(self.clock.now(), 6)}
+        try:
+            yield step
+        finally:
+            step.update(end=round(self.clock.now(), 6), expectation=plan.to_record(), marks=self.marks,
+                        measurements={k: m.__dict__ for k, m in self.measurements.items()},
+                        check_options=self.check_options,
+                        windows=[w.to_dict() for w in self.cluster.journal.windows(since=step["begin"])])
+            self.steps.append(_plain(step))
+            self.plan, self.marks, self.measurements, self.check_options = saved
 
     # -- load ---------------------------------------------------------------------------------
     def start_load(self) -> None:
@@ -212,6 +233,7 @@ class ScenarioRun:
             "cluster_samples": [_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],
             "status": {"before": self.status_before, "after": status_after},
             "events": events, "framework_events": self.cluster.journal.events(since=self.t0),
+            **({"steps": self.steps, "soak": self.soak, "memory": self.memory} if self.soak is not None else {}),
         })
 
     def finish(self) -> Result:

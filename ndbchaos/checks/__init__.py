@@ -126,13 +126,15 @@ def resolve_options(options: dict | None) -> dict:
     return opts
 
 
-def check_history(history: History, windows=None, options: dict | None = None, run: dict | None = None) -> dict:
+def check_history(history: History, windows=None, options: dict | None = None, run: dict | None = None,
+                  workload_checks: bool = True) -> dict:
     """Run every checker relevant to the history's workload and compose the verdicts.
 
     ``windows``: ``[{"kind": str, "start": float, "end": float|None, "targets": [str]}]`` on
     the history's clock (or ``{"windows": [...]}``). ``options``: see ``DEFAULT_OPTIONS``.
     ``run``: a scenario's run record (``History.run``); when it holds an expectation, the
-    expectation checker judges the run against it too. Raises ``ValueError`` (``WindowError``)
+    expectation checker judges the run against it too. ``workload_checks=False`` leaves out the
+    workload's own checkers (a span of a run, without its final reads). Raises ``ValueError`` (``WindowError``)
     for unusable windows or options, and ``HistoryFormatError`` for operation values that do
     not fit the workload.
     """
@@ -140,7 +142,7 @@ def check_history(history: History, windows=None, options: dict | None = None, r
     opts = resolve_options(options)
     fr = build_frame(history, windows)
     verdicts = []
-    for name, fn in GENERIC + BY_WORKLOAD.get(history.workload, []):
+    for name, fn in GENERIC + (BY_WORKLOAD.get(history.workload, []) if workload_checks else []):
         v = fn(fr, opts)
         if v.name != name:
             v.name = name
@@ -163,8 +165,19 @@ def check_history(history: History, windows=None, options: dict | None = None, r
 def check_run(history: History, options: dict | None = None) -> dict:
     """The verdict of a saved scenario run from its record alone: the windows, check options and
     expectation the run recorded (``History.run``), with ``options`` over the recorded ones.
-    A bare history (no run record) is checked as ``check_history`` would."""
+    A bare history (no run record) is checked as ``check_history`` would. A run of several
+    faults (a soak: ``steps`` in the record) is judged as a whole and each fault on its own
+    span (``checks.steps``), both in the verdict."""
     run = history.run or {}
+    if run.get("steps") is not None:
+        from . import steps
+        opts = {**steps.whole_run_options(run), **(run.get("check_options") or {}), **(options or {})}
+        verdict = check_history(history, run.get("windows"), opts, run=run)
+        v = steps.check(history, run, options)
+        verdict["checks"][v.name] = v.to_json()
+        verdict["summary"].append(f"{v.name}: {_word(v.valid)}: {v.summary}")
+        verdict["valid"] = compose([verdict["valid"], v.valid])
+        return verdict
     opts = {**(run.get("check_options") or {}), **(options or {})}
     return check_history(history, run.get("windows"), opts, run=run)
 

@@ -104,6 +104,8 @@ def attach_result(run, result) -> None:
                    "timeline")
     except Exception as e:  # a plot failure must not hide the verdict
         attach_text(f"timeline plot failed: {e}", "timeline error")
+    if run.soak is not None:
+        attach_soak(run, result)
     attach_json(result.verdict, "verdict")
     attach_json(result.phases, "phases")
     attach_json({k: m.__dict__ for k, m in run.measurements.items()}, "measurements")
@@ -111,6 +113,31 @@ def attach_result(run, result) -> None:
     attach_json(run.cluster.journal.events(since=run.t0), "framework events")
     attach_json(result.events, f"{run.cluster.engine.name} log events")
     attach_history(result.history)
+
+
+def faults_table(verdict: dict) -> str:
+    """A soak's faults, one row each: what, on which nodes, when, and its own verdict."""
+    fv = ((verdict.get("checks") or {}).get("faults") or {}).get("details") or {}
+    rows = [f"{'#':>3}  {'fault':<30} {'targets':<16} {'from':>8} {'to':>8} {'ops':>7}  verdict"]
+    for s in fv.get("steps") or []:
+        word = {True: "valid", False: "INVALID"}.get(s["valid"], "unknown")
+        missed = [o for o in s.get("objectives") or [] if o["valid"] is not True]
+        why = "; ".join(f"{o['name']}: {o['measured']} (bound {o['bound']})" for o in missed)
+        rows.append(f"{s['index']:>3}  {s['scenario']:<30} {','.join(s.get('targets') or []):<16} "
+                    f"{s['begin']:>8.1f} {s['end']:>8.1f} {s['ops']:>7}  {word}{': ' + why if why else ''}")
+    return "\n".join(rows) + "\n"
+
+
+def attach_soak(run, result) -> None:
+    """A soak's own evidence: the schedule as played, each fault's verdict, resident memory."""
+    from .plot import memory_png
+    attach_text(faults_table(result.verdict), "faults")
+    attach_json(run.soak, "soak schedule")
+    attach_json(run.memory, "memory samples")
+    try:
+        attach_png(memory_png(run.memory, result.windows, f"{run.title or 'soak'}: resident memory"), "memory")
+    except Exception as e:  # a plot failure must not hide the verdict
+        attach_text(f"memory plot failed: {e}", "memory error")
 
 
 def attach_incomplete(run, history, events) -> None:

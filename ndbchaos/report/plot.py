@@ -112,3 +112,31 @@ def timeline_png(verdict: dict, history, windows: list[dict], lanes: dict[str, l
     fig.savefig(buf, format="png", dpi=90)
     plt.close(fig)
     return buf.getvalue()
+
+
+def memory_png(samples: list[dict], windows: list[dict], title: str = "") -> bytes:
+    """Resident memory of the controller and of the workload workers over the run, with the
+    fault windows shaded (a soak: memory must stay flat however long the run)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(11, 3.2))
+    for w in windows or []:
+        if w.get("start") is not None:
+            ax.axvspan(w["start"], w["end"] if w.get("end") is not None else w["start"], color=_colour(w["kind"]),
+                       alpha=0.5, lw=0)
+    t = [s["t"] for s in samples]
+    ax.plot(t, [s["controller_mb"] for s in samples], label="controller (pytest)", color="#1F5FA6")
+    ax.plot(t, [s["workers_mb"] for s in samples], label="workload workers (sum)", color="#C05A00")
+    ax.set_xlabel("run time [s]")
+    ax.set_ylabel("resident memory [MB]")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return buf.getvalue()

@@ -219,6 +219,10 @@ class WorkloadRunner:
             p.start()
             self._procs.append(p)
 
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers still running."""
+        return [p.pid for p in self._procs if p.pid is not None and p.is_alive()]
+
     def last_ok(self, node: str) -> float:
         """Run-clock time of the last successful op on ``node`` (-1 if none yet)."""
         return self.live[self._live_idx[node]]

@@ -1,0 +1,110 @@
+"""The faults of a run with several (a soak), each judged on its own time span.
+
+A soak's run record has ``steps``: per fault its plan (``expectation``), marks, fault windows,
+check options and the span it covers (``begin``: the start of the pause before it, ``end``: the
+end of its recovery). Each step is judged like a one-fault scenario on the operations that ended
+in its span, with the status samples and engine events of that span: availability, latency and
+errors there, and the engine's expectation for that fault (detection, outage per serving SQL
+node, shutdowns, recovery, served again). The workload's own checkers (durability, invariant)
+need the final reads and judge the whole history instead (``check_run``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..history import Columns, History
+from . import Verdict, compose
+
+#: array typecode -> numpy dtype of the Columns arrays
+_DTYPES = {"i": np.int32, "B": np.uint8, "d": np.float64, "h": np.int16, "q": np.int64}
+_ARRAYS = ("process", "f", "type", "start", "end", "node", "ival", "errno", "ecode", "ecls")
+
+
+def between(history: History, t0: float, t1: float) -> History:
+    """The operations of ``history`` that ended in ``[t0, t1)``, as a History of their own (same
+    workload and params, no run record), built column by column."""
+    c = history.cols
+    c.flush()
+    end = np.frombuffer(c.end, dtype=np.float64) if len(c) else np.empty(0)
+    idx = np.nonzero((end >= t0) & (end < t1))[0]
+    del end  # release the buffer view
+    out = Columns(c.f_names, c.node_names)
+    for name in _ARRAYS:
+        src = getattr(c, name)
+        view = np.frombuffer(src, dtype=_DTYPES[src.typecode]) if len(src) else np.empty(0, _DTYPES[src.typecode])
+        getattr(out, name).frombytes(view[idx].tobytes())
+        del view
+    for attr in ("objs", "msgs"):
+        src, dst = getattr(c, attr), getattr(out, attr)
+        if src:
+            keys = np.fromiter(src.keys(), dtype=np.int64, count=len(src))
+            at = np.searchsorted(idx, keys)
+            hit = (at < len(idx)) & (idx[np.minimum(at, max(len(idx) - 1, 0))] == keys) if len(idx) else \
+                np.zeros(len(keys), dtype=bool)
+            for k, pos in zip(keys[hit].tolist(), at[hit].tolist()):
+                dst[pos] = src[k]
+    return History(history.workload, history.params, out)
+
+
+def _step_run(run: dict, step: dict) -> dict:
+    """The record a one-fault scenario would have had for this step."""
+    t0, t1 = step["begin"], step["end"]
+    inside = [e for e in run.get("events") or [] if e.get("t") is None or t0 - 1 <= e["t"] <= t1]
+    return {**{k: run.get(k) for k in ("version", "engine", "topology", "seed")},
+            "expectation": step.get("expectation"), "marks": step.get("marks") or {},
+            "windows": step.get("windows") or [], "check_options": step.get("check_options") or {},
+            "cluster_samples": [s for s in run.get("cluster_samples") or [] if t0 <= s["t"] <= t1],
+            "events": None if run.get("events") is None else inside}
+
+
+def check(history: History, run: dict, options: dict | None = None) -> Verdict:
+    """``faults``: every step of ``run`` judged on its span (``check_history`` on the slice,
+    without the workload's checkers); valid when every step is."""
+    from . import check_history
+    per = []
+    for step in run.get("steps") or []:
+        sub = between(history, step["begin"], step["end"])
+        srun = _step_run(run, step)
+        v = check_history(sub, srun["windows"], {**(options or {}), **srun["check_options"]}, run=srun,
+                          workload_checks=False)
+        per.append({"index": step.get("index"), "scenario": step.get("scenario"), "family": step.get("family"),
+                    "targets": step.get("targets"), "begin": step["begin"], "end": step["end"],
+                    "ops": v["ops"], "valid": v["valid"], "summary": v["summary"],
+                    "objectives": ((v["checks"].get("expectation") or {}).get("details") or {}).get("objectives")})
+    valid = compose(p["valid"] for p in per)
+    bad = [p for p in per if p["valid"] is not True]
+    kinds = sorted({p["scenario"] for p in per})
+    if not per:
+        summ = "no fault was played"
+        valid = "unknown"
+    elif bad:
+        summ = f"{len(bad)} of {len(per)} faults missed: " + "; ".join(
+            f"#{p['index']} {p['scenario']}: " + " | ".join(s for s in p["summary"] if ": valid:" not in s)
+            for p in bad)
+    else:
+        summ = f"all {len(per)} faults of {len(kinds)} kinds met their expectation ({', '.join(kinds)})"
+    return Verdict("faults", valid, summ, {"faults": len(per), "kinds": kinds, "failed": len(bad), "steps": per},
+                   lift=("faults", "kinds", "failed"))
+
+
+def whole_run_options(run: dict) -> dict:
+    """Check options of the whole history from its steps': every whole-cluster crash (with the
+    widest loss window any promised) and every error class a step allowed."""
+    opts: dict = {}
+    crashes, window, allowed = [], None, set()
+    for step in run.get("steps") or []:
+        o = step.get("check_options") or {}
+        if o.get("cluster_crash_at") is not None:
+            at = o["cluster_crash_at"]
+            crashes += at if isinstance(at, list) else [at]
+            window = max(window or 0.0, float(o["gcp_loss_window_s"]))
+        allowed |= set(o.get("allowed_error_classes") or [])
+    if crashes:
+        opts.update(cluster_crash_at=crashes, gcp_loss_window_s=window)
+    if allowed:
+        opts["allowed_error_classes"] = sorted(allowed | {"temporary", "unknown"})
+    return opts
+
+
+__all__ = ["between", "check", "whole_run_options"]
