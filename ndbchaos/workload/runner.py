@@ -9,25 +9,62 @@ impact is measured), closed loop or open loop at a fixed rate.
 
 Live progress (last successful op per SQL node, counts) is shared through lock-free arrays so a
 scenario can wait for "clients on node X succeed again" without stopping the load.
+
+Operations stream to disk: each connection's recorder hands its columns to its worker's spool
+file (``ndbchaos.history.columnar.HistoryAppender``) every ``SPILL_OPS`` operations and starts
+afresh, so neither a worker nor the parent holds the history of an hour-long run; the parent reads
+the spools into one History when the load stops (a worker that died leaves every chunk it wrote).
 """
 
 from __future__ import annotations
 
 import logging
 import multiprocessing as mp
+import os
 import queue
 import random
+import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 
 from ..classify import classify, outcome
 from ..clock import RunClock
-from ..history import FINAL_PROCESS, History, Recorder
+from ..history import FINAL_PROCESS, Columns, History, Recorder
+from ..history.columnar import HistoryAppender
 from ..sqlconn import connect, error_fields
 from ..waiting import wait_until
 
 log = logging.getLogger("ndbchaos")
+
+#: a connection's operations go to its worker's spool file in chunks of this many (~0.7 MB of
+#: columns; at a few hundred operations a second per connection, about once a minute)
+SPILL_OPS = 16384
+
+
+class SpoolingRecorder(Recorder):
+    """A connection's recorder that hands its columns to ``spill`` (the worker's spool file) once
+    it holds ``SPILL_OPS`` operations, then starts empty. ``record`` stays the Recorder's."""
+
+    __slots__ = ("_spill",)
+
+    def __init__(self, spill):
+        super().__init__()
+        self._spill = spill
+
+    def flush(self) -> None:
+        if self._buf:  # (the spool's own flush of these columns finds nothing to fold)
+            super().flush()
+            if len(self.start) >= SPILL_OPS:
+                self.spill()
+
+    def spill(self) -> None:
+        """Write what is held and start empty."""
+        Recorder.flush(self)
+        if len(self.start):
+            self._spill(self)
+            Columns.__init__(self)
 
 
 @dataclass
@@ -131,7 +168,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
     return count
 
 
-def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx):
+def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx, spool):
     from . import get_workload
     name, params = spec
     recs, threads, counts = [], [], []
@@ -147,10 +184,17 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
         stop.set()
 
     threading.Thread(target=mirror, name="stop-mirror", daemon=True).start()
+    out = HistoryAppender(spool, name)
+    lock = threading.Lock()
+
+    def spill(cols):
+        with lock:
+            out.append(cols)
+
     for k in range(conns):
         slot = worker * conns + k
         wl = get_workload(name, **params)
-        rec = Recorder()
+        rec = SpoolingRecorder(spill)
         recs.append(rec)
 
         def run(wl=wl, slot=slot, rec=rec):
@@ -161,7 +205,10 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
         th.start()
     for th in threads:
         th.join()
-    results.put((worker, [r.to_bytes() for r in recs], sum(counts)))
+    for rec in recs:
+        rec.spill()
+    out.close()
+    results.put((worker, spool, sum(counts)))
 
 
 # -- parent ----------------------------------------------------------------------------------
@@ -184,6 +231,7 @@ class WorkloadRunner:
         self._live_idx = {e.node: i for i, e in enumerate(endpoints)}
         self.live = self._ctx.Array("d", [-1.0] * len(endpoints), lock=False)
         self._procs: list = []
+        self._spool_dir: str | None = None  # the workers' spool files (removed once read)
         self.started_at = self.stopped_at = None
         self.op_count = 0
 
@@ -211,11 +259,13 @@ class WorkloadRunner:
 
     def start(self) -> None:
         self.started_at = self.clock.now()
+        self._spool_dir = tempfile.mkdtemp(prefix="ndbchaos-spool-")
         for w in range(self.processes):
             p = self._ctx.Process(
                 target=worker_main, name=f"ndbchaos-worker-{w}", daemon=True,
                 args=(w, self.connections, self.n_slots, self.endpoints, self.workload.spec(), self.opts,
-                      self.clock.mono0, self._stop, self._results, self.live, self._live_idx))
+                      self.clock.mono0, self._stop, self._results, self.live, self._live_idx,
+                      os.path.join(self._spool_dir, f"worker-{w}.hist")))
             p.start()
             self._procs.append(p)
 
@@ -238,25 +288,25 @@ class WorkloadRunner:
         self.stopped_at = self.clock.now()
         # Workers finish the op in flight; a statement is bounded by the read timeout.
         timeout = timeout or (self.opts.read_timeout + self.opts.connect_timeout + 10)
-        parts, deadline = [], time.monotonic() + timeout
+        deadline = time.monotonic() + timeout
         got = 0
         while got < len(self._procs) and time.monotonic() < deadline:
             try:
-                _w, blobs, count = self._results.get(timeout=0.5)
+                _w, _spool, count = self._results.get(timeout=0.5)
             except queue.Empty:
                 if not any(p.is_alive() for p in self._procs) and self._results.empty():
                     break
                 continue
             got += 1
             self.op_count += count
-            parts.extend(Recorder.from_bytes(b) for b in blobs)
         for p in self._procs:
             p.join(timeout=2)
             if p.is_alive():
                 p.terminate()
                 p.join(timeout=2)
         if got < len(self._procs):
-            log.warning("%d of %d workers did not report their history", len(self._procs) - got, len(self._procs))
+            log.warning("%d of %d workers did not report; their spools are read up to their last complete chunk",
+                        len(self._procs) - got, len(self._procs))
         params = dict(self.workload.header_params())
         params.update({
             "processes": self.processes, "connections_per_process": self.connections,
@@ -265,7 +315,17 @@ class WorkloadRunner:
             "failover": self.opts.failover, "clock": self.clock.to_dict(),
             "load_start": self.started_at, "load_stop": self.stopped_at,
         })
-        return History.merge(self.workload.name, params, parts)
+        try:
+            spools = sorted(os.path.join(self._spool_dir, f) for f in os.listdir(self._spool_dir))
+            return History.read_parts(spools, self.workload.name, params) if spools \
+                else History(self.workload.name, params)
+        finally:
+            self._remove_spools()
+
+    def _remove_spools(self) -> None:
+        if self._spool_dir is not None:
+            shutil.rmtree(self._spool_dir, ignore_errors=True)
+            self._spool_dir = None
 
     def final_reads(self, history: History, endpoints: list[Endpoint] | None = None, attempts: int = 40) -> None:
         """Run the workload's final reads on the first endpoint that answers; record them."""
@@ -304,3 +364,4 @@ class WorkloadRunner:
                 p.terminate()
         for p in self._procs:
             p.join(timeout=2)
+        self._remove_spools()

@@ -102,3 +102,39 @@ def test_runner_requires_endpoints():
     from ndbchaos.errors import UsageError
     with pytest.raises(UsageError):
         R.WorkloadRunner(Ledger(), [], RunClock())
+
+
+def test_a_spooling_recorder_streams_its_columns_to_the_worker_file_and_stays_small(tmp_path):
+    from ndbchaos.history import ErrorInfo
+    from ndbchaos.history.columnar import HistoryAppender
+    path = tmp_path / "worker-0.hist"
+    out = HistoryAppender(path, "ledger")
+    rec = R.SpoolingRecorder(out.append)
+    n = 3 * R.SPILL_OPS + 123
+    for i in range(n):
+        err = ErrorInfo(2013, None, "unknown", "Lost connection") if i % 1000 == 0 else None
+        rec.record(i % 7, "insert", i, "info" if err else "ok", i * 1e-3, i * 1e-3 + 5e-4, f"sql{i % 2}", err)
+        # never more than one spill's worth held (plus the recorder's own 1024-op buffer)
+        assert len(rec.start) <= R.SPILL_OPS
+    assert out.count >= 3 * R.SPILL_OPS  # three spills while recording
+    rec.spill()
+    out.close()
+    assert len(rec) == 0
+    h = History.read_parts([path], "ledger", {"x": 1})
+    assert len(h) == n and h.params == {"x": 1}
+    ops = list(h)
+    assert [o.value for o in ops] == list(range(n))
+    assert ops[1000].type == "info" and ops[1000].error.errno == 2013 and ops[1001].error is None
+    assert {o.node for o in ops} == {"sql0", "sql1"}
+
+
+def test_a_worker_that_died_mid_run_leaves_every_chunk_it_spilled(tmp_path):
+    from ndbchaos.history.columnar import HistoryAppender
+    path = tmp_path / "worker-0.hist"
+    out = HistoryAppender(path, "ledger")
+    rec = R.SpoolingRecorder(out.append)
+    for i in range(R.SPILL_OPS + 10):
+        rec.record(0, "insert", i, "ok", float(i), float(i), "sql1", None)
+    out._fh.close()  # the worker is gone: no end block, the last 10 ops never written
+    h = History.read_parts([path], "ledger")
+    assert len(h) == R.SPILL_OPS
