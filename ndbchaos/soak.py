@@ -122,7 +122,7 @@ def play_soak(run, soak: Soak, duration_s: float):
             sc = menu[step.scenario]
             fault = sc.fault(cluster, random.Random(step.seed))
             plan = sc.plan(cluster, fault)
-            info = {**step.to_dict(), "family": sc.family, "targets": [t.name for t in fault.targets]}
+            info = {**step.to_dict(), "family": sc.family, "targets": list(fault.window.targets)}
             played.append(info)
             with run.step(f"fault {step.index}: {sc.name} on {', '.join(info['targets'])}"), \
                     run.fault_step(info, plan):

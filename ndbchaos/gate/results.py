@@ -1,6 +1,6 @@
 """Runs and baselines from what an earlier session left: an Allure results directory (each
-scenario's ``run.jsonl`` attachment), a directory of ``*.jsonl`` run records, or one run record;
-a baseline is an earlier ``gate.json`` (its ``figures``) or any of those."""
+scenario's ``run.jsonl`` or, for a large run, ``run.nch`` attachment), a directory of ``*.jsonl``
+run records, or one run record; a baseline is an earlier ``gate.json`` (its ``figures``) or any of those."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..history import History, HistoryFormatError
+from ..report.allure import RUN_ATTACHMENTS
 from ..report.results import attachments, read_results
 from .evaluate import Run, judge
 from .spec import Entry, Gate
@@ -25,7 +26,7 @@ def run_of(history: History, name: str) -> Run:
 def _allure_run_files(d: Path) -> list[tuple[Path, str]]:
     """(run record, result name) of every scenario result that ran, oldest first."""
     return [(d / a["source"], r.get("name", "")) for r in read_results(d) if r.get("status") != "skipped"
-            for a in attachments(r) if a.get("name") == "run.jsonl"]
+            for a in attachments(r) if a.get("name") in RUN_ATTACHMENTS]
 
 
 def load_runs(path: str | Path) -> list[Run]:
@@ -37,7 +38,7 @@ def load_runs(path: str | Path) -> list[Run]:
     runs = []
     for f, name in files:
         try:
-            h = History.read_jsonl(f)
+            h = History.read(f)
         except (OSError, HistoryFormatError) as e:
             raise UsageError(f"{f}: not a run record: {e}") from None
         if h.run is None:
