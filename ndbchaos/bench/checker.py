@@ -3,7 +3,9 @@
     from ndbchaos.bench.checker import bench_checker
     bench_checker(1_000_000)   # {"check_s": ..., "check_peak_mb": ..., ...}
 
-or ``python -m ndbchaos.bench.checker [N] [--parse]``.
+or ``python -m ndbchaos.bench.checker [N] [--parse]``; ``python -m ndbchaos.bench.checker write N
+PATH...`` writes the synthetic history to files (``.nch`` columnar, ``.jsonl``, ``.jsonl.gz``) for
+timing ``ndbchaos check`` end to end (docs/history-format.md section 6).
 
 Memory is measured with ``tracemalloc`` (peak of traced allocations, Python objects and numpy
 buffers, while ``check_history`` runs, in a second run so tracing does not slow the timed one);
@@ -26,7 +28,7 @@ import tracemalloc
 
 import numpy as np
 
-from ..history import ErrorInfo, History, Recorder
+from ..history import Columns, ErrorInfo, History, Recorder, _Ints
 
 
 def synthetic_ledger(n_ops: int = 1_000_000, processes: int = 32, rate: float = 10_000.0,
@@ -52,16 +54,29 @@ def synthetic_ledger(n_ops: int = 1_000_000, processes: int = 32, rate: float = 
     bad = hard | partial
     typ[bad] = np.where(rng.random(int(bad.sum())) < 0.5, 2, 1)
     proc = rng.integers(0, processes, n_ins)
-    names = ("sql1", "sql2", "sql3")
-    types = ("ok", "fail", "info")
     e_fail = ErrorInfo(1297, 4010, "temporary",
                        "Got temporary error 4010 'Node failure caused abort of transaction' from NDBCLUSTER")
     e_info = ErrorInfo(2013, None, "unknown", "Lost connection to MySQL server during query")
 
-    recs = [Recorder() for _ in range(processes)]
-    rec = [r.record for r in recs]
-    for i, (p, s, e, t, nd) in enumerate(zip(proc.tolist(), start.tolist(), end.tolist(), typ.tolist(), node.tolist())):
-        rec[p](p, "insert", i, types[t], s, e, names[nd], None if t == 0 else (e_fail if t == 1 else e_info))
+    # the inserts, straight into typed columns (a Recorder per op would take minutes at 20M)
+    cols = Columns(("insert", "read"), ("sql1", "sql2", "sql3"))
+
+    def put(name: str, values: np.ndarray, dtype) -> None:
+        getattr(cols, name).frombytes(np.ascontiguousarray(values, dtype=dtype).tobytes())
+
+    put("process", proc, np.int32)
+    put("f", np.zeros(n_ins), np.uint8)
+    put("type", typ, np.uint8)
+    put("start", start, np.float64)
+    put("end", end, np.float64)
+    put("node", node, np.int16)
+    put("ival", np.arange(n_ins), np.int64)
+    put("errno", np.select([typ == 1, typ == 2], [e_fail.errno, e_info.errno], 0), np.int32)
+    put("ecode", np.select([typ == 1, typ == 2], [e_fail.engine_code, -1], 0), np.int32)
+    put("ecls", np.select([typ == 1, typ == 2], [1, 2], 0), np.uint8)
+    for k in np.flatnonzero(typ).tolist():
+        cols.msgs[k] = e_fail.message if typ[k] == 1 else e_info.message
+    names = ("sql1", "sql2", "sql3")
     # reads: ids acknowledged before the read started, plus the indeterminate inserts that
     # "landed" (every other one)
     landed = (typ == 0) | ((typ == 2) & (np.arange(n_ins) % 2 == 0))
@@ -70,14 +85,17 @@ def synthetic_ledger(n_ops: int = 1_000_000, processes: int = 32, rate: float = 
     order = np.argsort(ok_end)
     sorted_ids, sorted_end = ok_idx[order], ok_end[order]
     rp = processes  # a reader process of its own
-    r = Recorder()
     for k in range(1, reads + 2):
         rs = dur * k / (reads + 1) + (0.05 if k <= reads else 0.01)
-        upto = np.searchsorted(sorted_end, rs, "left")
-        ids = np.sort(sorted_ids[:upto]).tolist()
-        r.record(rp, "read", ids, "ok", rs, rs + 0.02 + len(ids) * 2e-8, names[k % 3], None)
-    recs.append(r)
-    h = History.merge("ledger", {"processes": processes + 1, "rate": rate / processes}, recs)
+        upto = int(np.searchsorted(sorted_end, rs, "left"))
+        ids = _Ints("q")
+        ids.frombytes(np.sort(sorted_ids[:upto]).astype(np.int64).tobytes())
+        cols.append(rp, "read", None, "ok", rs, rs + 0.02 + upto * 2e-8, names[k % 3], None)
+        if upto:
+            cols.objs[len(cols) - 1] = ids
+        else:
+            cols.objs[len(cols) - 1] = []
+    h = History("ledger", {"processes": processes + 1, "rate": rate / processes}, cols)
     return h, [{"kind": "kill", "start": f0, "end": f1, "targets": ["ndbd-1"]}]
 
 
@@ -208,9 +226,29 @@ def bench_parse(n_ops: int = 1_000_000, directory: str | None = None) -> dict:
     return out
 
 
+def write_synthetic(n_ops: int, paths: list[str]) -> dict:
+    """Write the synthetic ledger history of n_ops ops to each path, the format picked by the
+    name (``.nch`` columnar, ``.jsonl`` / ``.jsonl.gz`` JSON Lines); figures per file."""
+    t0 = time.perf_counter()
+    h, _ = synthetic_ledger(n_ops)
+    out = {"n_ops": len(h), "build_s": round(time.perf_counter() - t0, 3)}
+    for p in paths:
+        t0 = time.perf_counter()
+        h.write(p)
+        out[p] = {"write_s": round(time.perf_counter() - t0, 3), "mb": round(os.path.getsize(p) / 2**20, 1)}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import json
     args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["write"]:  # python -m ndbchaos.bench.checker write N PATH...
+        if len(args) < 3:
+            print("usage: python -m ndbchaos.bench.checker write N PATH... (.nch columnar, .jsonl[.gz])",
+                  file=sys.stderr)
+            return 2
+        print(json.dumps(write_synthetic(int(float(args[1])), args[2:]), indent=2))
+        return 0
     parse = "--parse" in args
     args = [a for a in args if a != "--parse"]
     n = int(float(args[0])) if args else 1_000_000

@@ -33,7 +33,9 @@ def threshold_for(ok_end: np.ndarray, base_mask: np.ndarray | None, opts: dict) 
     e = ok_end if base_mask is None else ok_end[base_mask]
     th = float(opts["min_outage_s"])
     if len(e) >= 11:
-        p99 = float(np.percentile(np.diff(e), 99))
+        gaps = np.diff(e)
+        del e
+        p99 = float(np.percentile(gaps, 99, overwrite_input=True))
         th = max(th, float(opts["outage_gap_factor"]) * p99)
     return th
 
@@ -85,7 +87,13 @@ def series(fr: Frame, bucket_s: float) -> dict:
     nb = int(math.floor((fr.t_finish - t0) / bucket_s + eps)) + 1
     if nb > 5_000_000:
         raise ValueError(f"bucket of {bucket_s * 1000:g} ms gives {nb} buckets; use a wider bucket")
-    idx = np.clip(np.floor((fr.end - t0) / bucket_s + eps).astype(np.int64), 0, nb - 1)
+    x = fr.end - t0  # in place from here: a long history's temporaries are 8 bytes an op each
+    x /= bucket_s
+    x += eps
+    np.floor(x, out=x)
+    idx = x.astype(np.int32)  # nb is bounded below
+    del x
+    np.clip(idx, 0, nb - 1, out=idx)
     counts = [np.bincount(idx[fr.type == t], minlength=nb) for t in (OK, FAIL, INFO)]
     tot = counts[0] + counts[1] + counts[2]
     with np.errstate(invalid="ignore", divide="ignore"):

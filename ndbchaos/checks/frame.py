@@ -83,6 +83,7 @@ class Frame:
     windows: list[Window]
     phase_bounds: tuple[float, float]  # (first fault start, last fault end); inf when none
     phase: np.ndarray = field(default=None)  # uint8 index into PHASES, by op end time
+    identity: bool = False  # rows is 0..n-1: the columns are already in completion order (views)
 
     @property
     def n(self) -> int:
@@ -126,20 +127,27 @@ def build_frame(history: History, windows=None) -> Frame:
     c.flush()
     order = np.frombuffer(history.order(), dtype=np.int64 if history.order().itemsize == 8 else np.int32)
     n = len(order)
+    # A history read from a file is already in completion order: the frame then views the
+    # columns instead of copying them (41 bytes an op); the columns cannot grow while it lives.
+    identity = n > 0 and int(order[0]) == 0 and int(order[-1]) == n - 1 and bool((order[1:] > order[:-1]).all())
 
     def col(arr, dtype):
         if n == 0:
             return np.empty(0, dtype=dtype)
+        if identity:
+            v = np.frombuffer(arr, dtype=dtype)
+            v.flags.writeable = False  # the History's own columns
+            return v
         return np.frombuffer(arr, dtype=dtype)[order]  # fancy indexing copies: no view stays alive
 
     wins = parse_windows(windows)
     fr = Frame(
-        history=history, rows=order.copy(),
+        history=history, rows=order if identity else order.copy(),
         start=col(c.start, np.float64), end=col(c.end, np.float64),
         type=col(c.type, np.uint8), f=col(c.f, np.uint8), node=col(c.node, np.int16),
         process=col(c.process, np.int32), errno=col(c.errno, np.int32), ecode=col(c.ecode, np.int32),
         ecls=col(c.ecls, np.uint8), f_names=list(c.f_names), node_names=list(c.node_names),
-        windows=wins, phase_bounds=_bounds(wins),
+        windows=wins, phase_bounds=_bounds(wins), identity=identity,
     )
     a, b = fr.phase_bounds
     ph = np.zeros(n, dtype=np.uint8)
@@ -162,10 +170,10 @@ def _bounds(wins: list[Window]) -> tuple[float, float]:
 def int_values(fr: Frame, mask: np.ndarray) -> np.ndarray | None:
     """The integer values of the ops selected by mask, or None when any is not a plain int."""
     c = fr.history.cols
-    rows = fr.rows[mask]
-    if len(rows) == 0:
+    if not mask.any():
         return np.empty(0, dtype=np.int64)
-    v = np.frombuffer(c.ival, dtype=np.int64)[rows]
+    ival = np.frombuffer(c.ival, dtype=np.int64)
+    v = ival[mask] if len(ival) == fr.n and fr.identity else ival[fr.rows[mask]]
     if (v == NO_INT).any():
         return None
     return v

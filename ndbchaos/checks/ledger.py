@@ -28,6 +28,7 @@ import numpy as np
 
 from . import UNKNOWN, Verdict
 from ..history import NO_INT, HistoryFormatError, _Ints
+from ..history.columns import _IntsRef
 from .frame import FAIL, INFO, OK, Frame, int_values
 
 
@@ -62,6 +63,8 @@ def _read_ids(fr: Frame, k: int) -> np.ndarray:
     row = int(fr.rows[k])
     v = c.ival[row]
     val = c.objs.get(row) if v == NO_INT else v
+    if type(val) is _IntsRef:  # left in its columnar file: read it now, drop it after use
+        return np.frombuffer(val.load(), dtype=np.int64)
     if type(val) is _Ints:
         return np.frombuffer(val, dtype=np.int64).copy()
     if isinstance(val, list):
@@ -74,23 +77,63 @@ def _read_ids(fr: Frame, k: int) -> np.ndarray:
     raise HistoryFormatError(f"ledger ok read (op {k}) must have the list of ids as value, not {type(val).__name__}")
 
 
-def _uniq(a: np.ndarray) -> np.ndarray:
-    """Sorted unique values (sort based: faster than np.unique's hash path for int64 ids)."""
+def _uniq(a: np.ndarray, own: bool = False) -> np.ndarray:
+    """Sorted unique values (sort based: faster than np.unique's hash path for int64 ids).
+    ``own``: a is a temporary of the caller's, sorted in place (no copy)."""
     if len(a) == 0:
         return a.copy()
-    a = np.sort(a)
+    if own:
+        a.sort()
+    else:
+        a = np.sort(a)
     keep = np.empty(len(a), dtype=bool)
     keep[0] = True
     np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]
+    return a if keep.all() else a[keep]
 
 
 def _isin_sorted(x: np.ndarray, sorted_ref: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(x), dtype=bool)
     if len(sorted_ref) == 0:
-        return np.zeros(len(x), dtype=bool)
-    i = np.searchsorted(sorted_ref, x)
-    i[i == len(sorted_ref)] = 0
-    return sorted_ref[i] == x
+        return out
+    step = 1 << 20  # in slices: small temporaries
+    for lo in range(0, len(x), step):
+        xs = x[lo:lo + step]
+        i = np.searchsorted(sorted_ref, xs)
+        i[i == len(sorted_ref)] = 0
+        np.equal(sorted_ref[i], xs, out=out[lo:lo + step])
+    return out
+
+
+def _scan_read(r: np.ndarray, attempted: np.ndarray, fail_flag: np.ndarray | None,
+               phantom: set, failed_seen: set) -> None:
+    """Add the ids of read r that no insert attempted to ``phantom``, and those whose inserts all
+    failed (``fail_flag``, aligned with ``attempted``) to ``failed_seen``. In slices, so the
+    temporaries stay small whatever the size of the read."""
+    step = 1 << 20
+    for lo in range(0, len(r), step):
+        x = r[lo:lo + step]
+        if len(attempted) == 0:
+            phantom.update(x.tolist())
+            continue
+        i = np.searchsorted(attempted, x)
+        i[i == len(attempted)] = 0
+        hit = attempted[i] == x
+        if not hit.all():
+            phantom.update(x[~hit].tolist())
+        if fail_flag is not None:
+            bad = hit & fail_flag[i]
+            if bad.any():
+                failed_seen.update(x[bad].tolist())
+
+
+def _positions(m: np.ndarray, sel: np.ndarray | None, ok_ins: np.ndarray) -> np.ndarray:
+    """Frame positions of the acknowledged inserts selected by m (``sel``: their indexes among
+    the ok inserts, None when they are all of them; ``ok_ins``: the ok inserts' frame mask)."""
+    idx = np.flatnonzero(m) if sel is None else sel[m]
+    if len(idx) == 0:
+        return np.empty(0, dtype=np.int64)
+    return np.flatnonzero(ok_ins)[idx]
 
 
 def check(fr: Frame, opts: dict) -> Verdict:
@@ -101,63 +144,75 @@ def check(fr: Frame, opts: dict) -> Verdict:
     ids = int_values(fr, ins)
     if ids is None:
         raise HistoryFormatError("ledger insert values must be integer ids")
-    ins_pos = np.flatnonzero(ins)
     ins_type = fr.type[ins]
-    ins_end = fr.end[ins]
 
     ok_read_pos = np.flatnonzero(reads & (fr.type == OK))
     counts = {"inserts": int(ins.sum()), "ok": int((ins_type == OK).sum()), "fail": int((ins_type == FAIL).sum()),
               "info": int((ins_type == INFO).sum()), "reads": int(reads.sum()), "ok_reads": int(len(ok_read_pos))}
 
     attempted = _uniq(ids)
-    ok_ids = _uniq(ids[ins_type == OK])
-    info_ids = _uniq(ids[ins_type == INFO])
+    unique_ids = len(attempted) == len(ids)  # every id inserted once (the usual case)
+    ok_m = ins_type == OK
+    ok_ids = _uniq(ids[ok_m], own=True)
+    info_ids = _uniq(ids[ins_type == INFO], own=True)
     info_ids = info_ids[~_isin_sorted(info_ids, ok_ids)]
-    fail_only = _uniq(ids[ins_type == FAIL])
+    fail_only = _uniq(ids[ins_type == FAIL], own=True)
     fail_only = fail_only[~_isin_sorted(fail_only, ok_ids) & ~_isin_sorted(fail_only, info_ids)]
+    fail_flag = _isin_sorted(attempted, fail_only) if len(fail_only) else None
+    n_acknowledged = len(ok_ids)
+    del ok_ids
 
-    base = {"counts": counts, "attempted": int(len(attempted)), "acknowledged": int(len(ok_ids))}
+    base = {"counts": counts, "attempted": int(len(attempted)), "acknowledged": int(n_acknowledged)}
     if len(ok_read_pos) == 0:
         details = {**base, "final_read": None, "lost": None, "phantom": None, "indeterminate": int(len(info_ids)),
                    "reason": "no successful read: cannot tell what survived"}
         return Verdict("durability", UNKNOWN, "no ok read in the history, so nothing can be said about lost writes",
                        details, lift=LIFT)
 
-    # Phantoms and failed-but-present over every ok read.
+    # Phantoms and failed-but-present over every ok read (one read in memory at a time).
     phantom_set: set[int] = set()
     failed_seen: set[int] = set()
     for k in ok_read_pos[:-1]:
-        r = _read_ids(fr, int(k))
-        phantom_set.update(r[~_isin_sorted(r, attempted)].tolist())
-        if len(fail_only):
-            failed_seen.update(r[_isin_sorted(r, fail_only)].tolist())
+        _scan_read(_read_ids(fr, int(k)), attempted, fail_flag, phantom_set, failed_seen)
 
     fk = int(ok_read_pos[-1])
     final = _read_ids(fr, fk)
-    phantom_set.update(final[~_isin_sorted(final, attempted)].tolist())
-    if len(fail_only):
-        failed_seen.update(final[_isin_sorted(final, fail_only)].tolist())
-    final_u = _uniq(final)
+    _scan_read(final, attempted, fail_flag, phantom_set, failed_seen)
+    del attempted, fail_flag
+    final_u = _uniq(final, own=True)
     duplicates = int(len(final) - len(final_u))
-    del final, attempted
+    del final
     f_start, f_end = float(fr.start[fk]), float(fr.end[fk])
 
-    # Acknowledged before the final read started: each id's earliest ok ack.
-    ok_m = ins_type == OK
-    ok_ids_all, ok_ends_all, ok_pos_all = ids[ok_m], ins_end[ok_m], ins_pos[ok_m]
-    order = np.lexsort((ok_ends_all, ok_ids_all))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = ok_ids_all[order][1:] != ok_ids_all[order][:-1]
-    sel = order[first]  # per id, its earliest ok insert
-    acked_id, acked_end, acked_pos = ok_ids_all[sel], ok_ends_all[sel], ok_pos_all[sel]
-    del ok_ids_all, ok_ends_all, ok_pos_all, order, first, sel, ids, ins_end, ins_pos
+    # Acknowledged before the final read started: each id's earliest ok ack (with unique ids,
+    # every ok insert). Positions are kept as masks over the ok inserts (a byte an op).
+    ok_ids_all = ids[ok_m]
+    del ids
+    ok_ends_all = fr.end[ins][ok_m]
+    if unique_ids:
+        sel = None
+        acked_id, acked_end = ok_ids_all, ok_ends_all
+    else:
+        order = np.lexsort((ok_ends_all, ok_ids_all))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = ok_ids_all[order][1:] != ok_ids_all[order][:-1]
+        sel = order[first]  # per id, its earliest ok insert (index among the ok inserts)
+        del order, first
+        acked_id, acked_end = ok_ids_all[sel], ok_ends_all[sel]
+    del ok_ids_all, ok_ends_all
     present = _isin_sorted(acked_id, final_u)
+    del acked_id
     before = acked_end < f_start
     lost_m = before & ~present
     unconfirmed_m = ~before & ~present
-
-    lost_pos = acked_pos[lost_m]
+    del before, present
+    ok_ins = ins & (fr.type == OK)
+    lost_pos = _positions(lost_m, sel, ok_ins)
     lost_end = acked_end[lost_m]
+    unconfirmed_pos = _positions(unconfirmed_m, sel, ok_ins)
+    n_lost = int(lost_m.sum())
+    n_unconfirmed = int(unconfirmed_m.sum())
+    del acked_end, lost_m, unconfirmed_m, ok_ins
     explained_m = np.zeros(len(lost_pos), dtype=bool)
     if gcp is not None:
         x, crashes = gcp
@@ -178,7 +233,6 @@ def check(fr: Frame, opts: dict) -> Verdict:
 
     phantom = sorted(phantom_set)
     failed_present = sorted(failed_seen)
-    n_lost = int(lost_m.sum())
     n_expl = int(explained_m.sum())
     n_unexpl = n_lost - n_expl
     n = fr.node[fk]
@@ -201,8 +255,8 @@ def check(fr: Frame, opts: dict) -> Verdict:
         "indeterminate_present_examples": info_ids[info_present][:nex].tolist(),
         "failed_present": len(failed_present),
         "failed_present_examples": failed_present[:nex],
-        "unconfirmed": int(unconfirmed_m.sum()),
-        "unconfirmed_examples": op_examples(acked_pos[unconfirmed_m]),
+        "unconfirmed": n_unconfirmed,
+        "unconfirmed_examples": op_examples(unconfirmed_pos),
         "duplicates_in_final_read": duplicates,
     }
     bad = []
@@ -213,7 +267,7 @@ def check(fr: Frame, opts: dict) -> Verdict:
     if len(failed_present):
         bad.append(f"{len(failed_present)} insert(s) that failed definitely are present")
     valid = not bad
-    summ = (f"{len(ok_ids)} acknowledged, final read at {f_end:.3f} s has {len(final_u)} ids; "
+    summ = (f"{n_acknowledged} acknowledged, final read at {f_end:.3f} s has {len(final_u)} ids; "
             f"lost {n_lost}" + (f" ({n_expl} explained by GCP, {n_unexpl} unexplained)" if gcp else "")
             + f", phantom {len(phantom)}, indeterminate {len(info_ids)} ({int(info_present.sum())} landed)")
     if bad:

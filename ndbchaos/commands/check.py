@@ -16,13 +16,14 @@ from ..errors import UsageError
 def register(sub) -> None:
     p = sub.add_parser(
         "check", help="check a recorded history file and print the verdict as JSON",
-        description="Reads a history (JSON Lines, plain or gzip; docs/history-format.md), runs every "
+        description="Reads a history (JSON Lines, plain or gzip, or the columnar format, detected by "
+                    "its first bytes; docs/history-format.md), runs every "
                     "checker relevant to its workload and prints the composed verdict as JSON on stdout "
                     "and a one-line summary per checker on stderr. A scenario's saved run (run.jsonl: "
                     "the history with its run record) is judged with its recorded fault windows, "
                     "options and expectation, which gives the run's own verdict again. Exit 0 valid, "
                     "1 invalid or unknown, 2 unreadable or malformed input.")
-    p.add_argument("history", metavar="HISTORY", help="history file (.jsonl or .jsonl.gz)")
+    p.add_argument("history", metavar="HISTORY", help="history file (.jsonl, .jsonl.gz or columnar .nch)")
     p.add_argument("--windows", metavar="FILE.json",
                    help='fault windows: [{"kind": str, "start": s, "end": s|null, "targets": [node]}] '
                         '(or {"windows": [...]}), seconds on the history clock')
@@ -72,7 +73,7 @@ def run(args) -> int:
         options["gcp_loss_window_s"] = args.gcp_loss_window
         options["cluster_crash_at"] = args.cluster_crash_at
     try:
-        history = History.read_jsonl(args.history)
+        history = History.read(args.history)
         if history.run is not None and windows is None:
             # a scenario's saved run: its recorded windows, options and expectation, as live
             verdict = check_run(history, options)

@@ -22,21 +22,25 @@ The package:
 * ``columns``: ``Columns``, the typed column storage shared by recorders and histories;
 * ``recorder``: ``Recorder``, the per-thread recorder on the hot path;
 * ``core``: ``History``: the merge of a run's recorders, its order, header and file format;
-* ``jsonl``: reading the interchange format line by line, checking each op and value shape.
+* ``jsonl``: reading the interchange format line by line, checking each op and value shape;
+* ``columnar``: the columnar file (raw column chunks) and ``HistoryAppender``, which streams a
+  worker's operations to such a file chunk by chunk.
 """
 
 from __future__ import annotations
 
+from .columnar import HistoryAppender
 from .columns import Columns
 from .core import History
 from .jsonl import VALUE_VALIDATORS
-from .model import (CLASS_CODE, CLASSES, FAIL, FINAL_PROCESS, FORMAT_VERSION, INFO, NO_INT, OK, TYPE_CODE, TYPES,
-                    ErrorInfo, HistoryFormatError, Op)
+from .model import (CLASS_CODE, CLASSES, COLUMNAR_SUFFIX, FAIL, FINAL_PROCESS, FORMAT_VERSION, INFO, NO_INT, OK,
+                    TYPE_CODE, TYPES, ErrorInfo, HistoryFormatError, Op)
 from .recorder import Recorder
 
 # private names that checks.ledger and the unit tests import from here
 from .columns import _Ints as _Ints
 from .model import _FLUSH_AT as _FLUSH_AT
 
-__all__ = ["CLASS_CODE", "CLASSES", "FAIL", "FINAL_PROCESS", "FORMAT_VERSION", "INFO", "NO_INT", "OK", "TYPE_CODE",
-           "TYPES", "VALUE_VALIDATORS", "Columns", "ErrorInfo", "History", "HistoryFormatError", "Op", "Recorder"]
+__all__ = ["CLASS_CODE", "CLASSES", "COLUMNAR_SUFFIX", "FAIL", "FINAL_PROCESS", "FORMAT_VERSION", "INFO", "NO_INT",
+           "OK", "TYPE_CODE", "TYPES", "VALUE_VALIDATORS", "Columns", "ErrorInfo", "History", "HistoryAppender",
+           "HistoryFormatError", "Op", "Recorder"]

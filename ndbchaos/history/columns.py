@@ -4,16 +4,43 @@ the packing helpers that fill it in bulk."""
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
 from typing import Any, Iterable
 
-from .model import _FLUSH_AT, _INT_MAX, CLASS_CODE, CLASSES, NO_INT, TYPE_CODE, TYPES, ErrorInfo, Op
+from .model import _FLUSH_AT, _INT_MAX, CLASS_CODE, CLASSES, NO_INT, TYPE_CODE, TYPES, ErrorInfo, HistoryFormatError, Op
 
 
 class _Ints(array):
     """A list of integers stored packed (8 bytes each). ``Columns.value`` returns it as a list."""
 
     __slots__ = ()
+
+
+class _IntsRef:
+    """A packed int list left in its columnar file (a large ledger read): read back on each use
+    (``load``), so a history of many big reads does not hold them all in memory."""
+
+    __slots__ = ("path", "offset", "count")
+
+    def __init__(self, path: str, offset: int, count: int):
+        self.path, self.offset, self.count = path, offset, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def load(self) -> _Ints:
+        a = _Ints("q")
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                a.fromfile(fh, self.count)
+        except (OSError, EOFError) as e:
+            raise HistoryFormatError(f"{self.path}:offset {self.offset}: cannot read an id list back "
+                                     f"(file changed since it was read?): {e}") from None
+        if sys.byteorder == "big":
+            a.byteswap()
+        return a
 
 
 def _pack(value: Any) -> Any:
@@ -213,12 +240,17 @@ class Columns:
         if v != NO_INT:
             return v
         o = self.objs.get(i)
+        if type(o) is _IntsRef:
+            o = o.load()
         return o.tolist() if type(o) is _Ints else o
 
     def raw_value(self, i: int) -> Any:
         """Like ``value`` but a packed int list stays an ``array('q')`` (no copy)."""
         v = self.ival[i]
-        return self.objs.get(i) if v == NO_INT else v
+        if v != NO_INT:
+            return v
+        o = self.objs.get(i)
+        return o.load() if type(o) is _IntsRef else o
 
     def error(self, i: int) -> ErrorInfo | None:
         if i not in self.msgs and self.errno[i] == 0:

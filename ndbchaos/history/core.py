@@ -10,9 +10,104 @@ import struct
 from array import array
 from typing import Any, Iterable, Iterator
 
-from .columns import Columns, _Ints
-from .jsonl import VALUE_VALIDATORS, _Lines, _num, _parse_op
-from .model import FORMAT_VERSION, NO_INT, ErrorInfo, HistoryFormatError, Op
+import numpy as np
+
+from .columns import Columns, _Ints, _IntsRef
+from .columnar import MAGIC
+from .jsonl import VALUE_VALIDATORS, _Lines, _num, _parse_error, _parse_op, parse_header
+from .model import COLUMNAR_SUFFIX, FORMAT_VERSION, NO_INT, TYPE_CODE, ErrorInfo, HistoryFormatError, Op
+
+
+try:  # a C JSON parser, several times faster than json on long histories
+    import orjson as _orjson
+    _LOADS: tuple = (_orjson.loads, json.loads)
+except ImportError:  # pragma: no cover - orjson is a dependency
+    _LOADS = (json.loads,)
+
+
+_NUM_TYPES = {int, float}
+_INT64_LIMIT = 2.0 ** 63
+
+
+def _big_float(v) -> bool:
+    """Whether a decoded value holds a float as large as an integer beyond 64 bits (which orjson
+    decodes to a float, json to an int)."""
+    t = type(v)
+    if t is float:
+        return abs(v) >= _INT64_LIMIT
+    if t is list:
+        return bool(v) and set(map(type, v)) != {int} and any(map(_big_float, v))
+    if t is dict:
+        return any(map(_big_float, v.values()))
+    return False
+
+
+def _fast_batch(cols: Columns, parsed: list, check_value) -> bool:
+    """Append a batch of decoded op lines column-wise, checking them with a few passes over
+    each column instead of per op. Returns False, appending nothing, at anything unusual (a
+    missing field, a wrong type, a bad value): the caller then takes the op-by-op path, which
+    names the line and the reason."""
+    try:
+        P = [d["process"] for d in parsed]
+        F = [d["f"] for d in parsed]
+        T = [d["type"] for d in parsed]
+        S = [d["start"] for d in parsed]
+        E = [d["end"] for d in parsed]
+        V = [d.get("value") for d in parsed]
+        N = [d.get("node") for d in parsed]
+        ER = [d.get("error") for d in parsed]
+    except (KeyError, TypeError, AttributeError):
+        return False
+    if (set(map(type, P)) != {int} or set(map(type, F)) != {str} or not set(T) <= TYPE_CODE.keys()
+            or not set(map(type, S)) | set(map(type, E)) <= _NUM_TYPES
+            or not set(map(type, N)) <= {str, type(None)}):
+        return False
+    try:
+        p = np.array(P, dtype=np.int64)
+        s, e = np.array(S, dtype=np.float64), np.array(E, dtype=np.float64)
+    except (OverflowError, ValueError):
+        return False
+    if (p.min() < -2**31 or p.max() >= 2**31 or not np.isfinite(s).all() or not np.isfinite(e).all()
+            or (e < s).any()):
+        return False
+    if ER.count(None) != len(ER):
+        try:
+            ER = [None if x is None else _parse_error(x) for x in ER]
+        except (TypeError, ValueError):
+            return False
+    if check_value is not None:
+        # every value that is not a plain int, and one op per (f, type) whose value is one
+        seen = set()
+        try:
+            for f_, t_, v in zip(F, T, V):
+                if type(v) is int:
+                    if (f_, t_) in seen:
+                        continue
+                    seen.add((f_, t_))
+                check_value(f_, t_, v)
+        except (TypeError, ValueError):
+            return False
+    try:
+        cols.extend_columns(P, F, V, T, S, E, N, ER)
+    except (KeyError, TypeError, ValueError, OverflowError, struct.error):
+        return False
+    return True
+
+
+def _in_order(start: np.ndarray, end: np.ndarray) -> bool:
+    """Whether rows are already sorted by (end, start), checked in slices (little memory)."""
+    step = 1 << 20
+    for lo in range(0, len(end) - 1, step):
+        e0, e1 = end[lo:lo + step], end[lo + 1:lo + step + 1]
+        e0 = e0[:len(e1)]
+        if (e1 < e0).any():
+            return False
+        tie = e1 == e0
+        if tie.any():
+            s0, s1 = start[lo:lo + len(e1)], start[lo + 1:lo + 1 + len(e1)]
+            if (s1[tie] < s0[tie]).any():
+                return False
+    return True
 
 
 class History:
@@ -73,10 +168,12 @@ class History:
             c = self.cols
             n = len(c)
             if n > 2048:
-                import numpy as np
                 end = np.frombuffer(c.end, dtype=np.float64) if n else np.empty(0)
                 start = np.frombuffer(c.start, dtype=np.float64) if n else np.empty(0)
-                idx = np.lexsort((start, end))  # stable: ties keep insertion order
+                if _in_order(start, end):  # a history read back from a file: no sort needed
+                    idx = np.arange(n, dtype=np.int64)
+                else:
+                    idx = np.lexsort((start, end))  # stable: ties keep insertion order
                 del end, start  # release the buffer views so the arrays can grow again
                 self._order = array("l", idx.astype(np.int64).tobytes()) if array("l").itemsize == 8 \
                     else array("l", idx.tolist())
@@ -94,6 +191,62 @@ class History:
         if self.run is not None:
             head["run"] = self.run
         return head
+
+    # -- files -----------------------------------------------------------------------------
+    def write(self, path, format: str | None = None) -> None:
+        """Write the history: ``format`` "columnar" or "jsonl"; None picks by the file name
+        (``COLUMNAR_SUFFIX`` -> columnar, ``.gz`` -> gzip JSONL, anything else JSONL)."""
+        path = str(path)
+        if format is None:
+            format = "columnar" if path.endswith(COLUMNAR_SUFFIX) else "jsonl"
+        if format == "columnar":
+            from .columnar import write_history
+            order = self.order()
+            idx = np.frombuffer(order, dtype=np.int64 if order.itemsize == 8 else np.int32)
+            identity = len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(idx) - 1
+                                         and bool((idx[1:] > idx[:-1]).all()))
+            write_history(path, self.header(), self.cols, None if identity else idx)
+        elif format == "jsonl":
+            self.write_jsonl(path)
+        else:
+            raise ValueError(f"unknown history format {format!r} (columnar or jsonl)")
+
+    @classmethod
+    def read(cls, path, torn: str = "error") -> "History":
+        """Read a history file in either format, detected by its first bytes (columnar magic,
+        gzip, else JSON Lines). ``torn="stop"``: a columnar file cut short (a spool whose writer
+        died) is read up to its last complete chunk instead of being an error."""
+        from .columnar import is_columnar, read_columnar
+        if torn not in ("error", "stop"):
+            raise ValueError('torn must be "error" or "stop"')
+        if is_columnar(path):
+            workload, params, run, cols, _ = read_columnar(path, torn=torn)
+            h = cls(workload, params, cols)
+            h.run = run
+            return h
+        return cls.read_jsonl(path)
+
+    @classmethod
+    def read_parts(cls, paths: Iterable, workload: str | None = None, params: dict | None = None,
+                   torn: str = "stop") -> "History":
+        """One History from several columnar files (the spools of a run's worker processes),
+        read straight into one set of columns. ``workload``/``params`` default to the first
+        file's header; every file must name the same workload. Spools cut short are read up to
+        their last complete chunk (``torn="stop"``) unless ``torn="error"``."""
+        from .columnar import read_columnar
+        cols = Columns()
+        first = None
+        for p in paths:
+            w, pr, run, _, _ = read_columnar(p, into=cols, torn=torn)
+            if first is None:
+                first = (w, pr, run)
+            elif w != first[0]:
+                raise HistoryFormatError(f"{p}: workload {w!r} differs from the first file's {first[0]!r}")
+        if first is None and workload is None:
+            raise ValueError("read_parts needs at least one file or a workload")
+        h = cls(workload if workload is not None else first[0],
+                params if params is not None else (first[1] if first else {}), cols)
+        return h
 
     # -- interchange format ---------------------------------------------------------------
     def write_jsonl(self, path, compresslevel: int = 6) -> None:
@@ -123,6 +276,8 @@ class History:
                 vs = str(v)
             else:
                 o = objs.get(i)
+                if type(o) is _IntsRef:
+                    o = o.load()
                 vs = enc(o.tolist() if type(o) is _Ints else o)
             if errno[i] == 0 and i not in msgs:
                 es = "null"
@@ -144,9 +299,11 @@ class History:
         except OSError as e:
             raise HistoryFormatError(f"{path}: cannot open: {e.strerror or e}") from None
         with raw:
-            magic = raw.read(2)
+            magic = raw.read(len(MAGIC))
             raw.seek(0)
-            if magic == b"\x1f\x8b":
+            if magic == MAGIC:  # the columnar format
+                return cls.read(path)
+            if magic[:2] == b"\x1f\x8b":
                 with gzip.GzipFile(fileobj=raw, mode="rb") as fh:
                     return cls.load(fh, path)
             return cls.load(raw, path)
@@ -162,21 +319,8 @@ class History:
             head = json.loads(lines.text(first, 1))
         except ValueError as e:
             raise HistoryFormatError(f"{name}:1: header is not JSON: {e}") from None
-        if not isinstance(head, dict) or "history" not in head or not isinstance(head.get("workload"), str):
-            raise HistoryFormatError(
-                f'{name}:1: header must be {{"history": 1, "workload": "<name>", "params": {{...}}}}')
-        if head["history"] != FORMAT_VERSION or isinstance(head["history"], bool):
-            raise HistoryFormatError(f"{name}:1: unsupported history format version {head['history']!r} "
-                                     f"(this reader knows {FORMAT_VERSION})")
-        params = head.get("params")
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            raise HistoryFormatError(f"{name}:1: header params must be an object")
-        h = cls(head["workload"], params)
-        run = head.get("run")
-        if run is not None and not isinstance(run, dict):
-            raise HistoryFormatError(f"{name}:1: header run must be an object")
+        workload, params, run = parse_header(head, f"{name}:1")
+        h = cls(workload, params)
         h.run = run
         check_value = VALUE_VALIDATORS.get(head["workload"])
         add = h.cols.append
@@ -185,15 +329,20 @@ class History:
             if not batch:
                 break
             parsed = None
-            try:  # one json.loads per batch: "[" + lines + "]"
-                if type(batch[0]) is bytes:
-                    parsed = json.loads(b"[" + b",".join(batch) + b"]")
-                else:
-                    parsed = json.loads("[" + ",".join(batch) + "]")
+            joined = b"[" + b",".join(batch) + b"]" if type(batch[0]) is bytes else "[" + ",".join(batch) + "]"
+            for loads in _LOADS:  # one parse per batch: orjson, else (big ints, NaN ...) json
+                try:
+                    parsed = loads(joined)
+                except ValueError:
+                    continue
+                if loads is not json.loads and any(map(_big_float, (d.get("value") for d in parsed
+                                                                     if type(d) is dict))):
+                    parsed = None
+                    continue  # orjson turns integers beyond 64 bits into floats: json keeps them
                 if len(parsed) != len(batch):
                     parsed = None
-            except ValueError:
-                parsed = None
+                break
+            del joined
             linenos = None
             if parsed is None:  # find the bad line (or skip blank lines) one by one
                 parsed, linenos = [], []
@@ -206,6 +355,8 @@ class History:
                     except ValueError as e:
                         raise HistoryFormatError(f"{name}:{first_lineno + k}: not JSON: {e}") from None
                     linenos.append(first_lineno + k)
+            if linenos is None and _fast_batch(h.cols, parsed, check_value):
+                continue
             flat: list = []
             try:
                 for k, d in enumerate(parsed):

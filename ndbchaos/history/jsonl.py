@@ -8,7 +8,7 @@ import math
 import zlib
 from typing import Any, Callable
 
-from .model import CLASS_CODE, TYPE_CODE, ErrorInfo, HistoryFormatError
+from .model import CLASS_CODE, FORMAT_VERSION, TYPE_CODE, ErrorInfo, HistoryFormatError
 
 
 def _num(x: float) -> str:
@@ -66,6 +66,26 @@ class _Lines:
         except (EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
             self._fail(e)
         return out, first
+
+
+def parse_header(head, where: str) -> tuple[str, dict, dict | None]:
+    """Check a decoded header (JSONL line 1, or a columnar file's HEAD block); return
+    ``(workload, params, run)``. ``where`` prefixes the error (``PATH:1``, ``PATH:offset 8``)."""
+    if not isinstance(head, dict) or "history" not in head or not isinstance(head.get("workload"), str):
+        raise HistoryFormatError(
+            f'{where}: header must be {{"history": 1, "workload": "<name>", "params": {{...}}}}')
+    if head["history"] != FORMAT_VERSION or isinstance(head["history"], bool):
+        raise HistoryFormatError(f"{where}: unsupported history format version {head['history']!r} "
+                                 f"(this reader knows {FORMAT_VERSION})")
+    params = head.get("params")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise HistoryFormatError(f"{where}: header params must be an object")
+    run = head.get("run")
+    if run is not None and not isinstance(run, dict):
+        raise HistoryFormatError(f"{where}: header run must be an object")
+    return head["workload"], params, run
 
 
 _isfinite = math.isfinite
@@ -139,9 +159,10 @@ def _check_ledger(f: str, type_: str, value: Any) -> None:
     elif f == "read" and type_ == "ok":
         if type(value) is not list:
             raise TypeError("ledger ok read value must be the list of ids present")
-        for x in value:
-            if type(x) is not int:
-                raise TypeError(f"ledger read ids must be integers, found {x!r}")
+        if set(map(type, value)) - {int}:  # one pass in C; then find the culprit
+            for x in value:
+                if type(x) is not int:
+                    raise TypeError(f"ledger read ids must be integers, found {x!r}")
 
 
 def _check_bank(f: str, type_: str, value: Any) -> None:

@@ -14,6 +14,8 @@ CLASS_CODE = {c: i for i, c in enumerate(CLASSES)}
 NO_INT = -(2**63)  # marks "value is not a plain int; see the sparse table"
 _INT_MAX = 2**63
 FORMAT_VERSION = 1
+#: file name ending that makes ``History.write`` pick the columnar format
+COLUMNAR_SUFFIX = ".nch"
 #: process id of the final reads a driver runs after the load stopped (not client load)
 FINAL_PROCESS = 1_000_000
 _FLUSH_AT = 1024  # Recorder buffer size (ops) before folding into columns
