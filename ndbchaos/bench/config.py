@@ -28,6 +28,7 @@ class BenchConfig:
     settle: float = 1.0  # seconds between "all clients running" and the window's start
     checker_ops: int = 1_000_000
     tests: tuple[str, ...] = ("point_select", "update_pk")
+    driver: str = "native"  # our client driver (ClientOptions.driver): native | python
 
 
 @dataclass

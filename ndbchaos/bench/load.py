@@ -47,7 +47,8 @@ def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: d
     wl = get_workload(wl_name, **{"table_size": cfg.table_size, "create": False, **(params or {})})
     clock = RunClock()
     runner = WorkloadRunner(wl, [ep], clock, processes=procs, connections=conns,
-                            options=ClientOptions(engine="galera", record=record, seed=seed))
+                            options=ClientOptions(engine="galera", record=record, seed=seed,
+                                                  driver=cfg.driver))
     try:
         runner.start()
         wait_until(lambda: runner.last_ok(ep.node) >= 0 or not any(p.is_alive() for p in runner._procs), 60)
@@ -101,7 +102,7 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
     for rec in (True, False):
         wl = get_workload(wl_name, table_size=cfg.table_size, create=False)
         runners[rec] = WorkloadRunner(wl, [ep], clock, processes=procs, connections=conns,
-                                      options=ClientOptions(engine="galera", record=rec,
+                                      options=ClientOptions(engine="galera", record=rec, driver=cfg.driver,
                                                             seed=seed * 2 + (0 if rec else 1)))
     histories = {}
     try:
@@ -141,6 +142,24 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
 
 # -- the whole bench -----------------------------------------------------------------------------
 
+def _driver_line(cfg: BenchConfig, out) -> str:
+    """Say which client driver our runs use (the native one falls back to Python, with why)."""
+    from ..workload import get_workload
+    from ..workload.native import library_path, supported
+    if cfg.driver == "python":
+        out("bench: our client: the Python driver (mysql-connector's C extension through fastsql)")
+        return "python"
+    if cfg.driver != "native":
+        raise UsageError(f"--driver must be native or python, not {cfg.driver!r}")
+    for test in cfg.tests:
+        why = supported(get_workload(TESTS[test][1], table_size=cfg.table_size, create=False))
+        if why is not None:
+            out(f"bench: our client: the Python driver (native driver unavailable for {test}: {why})")
+            return "python"
+    out(f"bench: our client: the native driver ({library_path()}, libmariadb, prepared statements)")
+    return "native"
+
+
 def _fmt_cpu(cpu: dict) -> str:
     return " ".join(f"{k}={v:.0f}" for k, v in cpu.items() if v is not None)
 
@@ -166,6 +185,7 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
     out(f"bench: load average {loadavg()} on {os.cpu_count()} cores before the bench")
     out(f"bench: {sysbench_version(sb)}; mysql-connector {mysql.connector.__version__}, "
         f"C extension {'in use' if mysql.connector.HAVE_CEXT else 'MISSING (pure Python)'}")
+    cfg.driver = _driver_line(cfg, out)
     results: dict = {"config": cfg.__dict__.copy(), "samples": []}
     cluster = Cluster(get_engine("galera"), {"keep": cfg.keep}, project=cfg.project)
     reused = bool(cfg.project)

@@ -27,6 +27,9 @@ def register(sub) -> None:
     p.add_argument("--keep", action="store_true", help="keep the cluster it started")
     p.add_argument("--tests", default="point_select,update_pk",
                    help="comma list of point_select, update_pk (default both)")
+    p.add_argument("--driver", choices=("native", "python"), default="native",
+                   help="our client: native (C loop on libmariadb; falls back to python with a note when it is "
+                        "not built) or python (mysql-connector's C extension); default native")
     p.add_argument("--checker-ops", type=int, default=1_000_000, help="ops in the synthetic history to check")
     p.set_defaults(func=run)
 
@@ -47,7 +50,8 @@ def run(args) -> int:
         raise UsageError("--threads, --rounds, --table-size must be at least 1 and --seconds positive")
     cfg = BenchConfig(seconds=args.seconds, threads=args.threads, rounds=args.rounds, warmup=args.warmup,
                       processes=args.processes, table_size=args.table_size, project=args.project,
-                      keep=args.keep, tests=tests, checker_ops=args.checker_ops)
+                      keep=args.keep, tests=tests, checker_ops=args.checker_ops,
+                      driver=args.driver)
     try:
         old = signal.signal(signal.SIGTERM, _sigterm)
     except ValueError:  # not the main thread

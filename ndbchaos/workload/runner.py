@@ -89,6 +89,7 @@ class ClientOptions:
     rate: float | None = None  # ops/s per connection (open loop); None = closed loop
     record: bool = True
     seed: int = 0
+    driver: str = "python"  # "native": each connection's loop in C (ndbchaos.workload.native)
     extra: dict = field(default_factory=dict)
 
 
@@ -191,6 +192,9 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
         with lock:
             out.append(cols)
 
+    loop = _connection_loop
+    if opts.driver == "native":  # same arguments, same recording (WorkloadRunner.start checked it)
+        from .native import connection_loop as loop
     for k in range(conns):
         slot = worker * conns + k
         wl = get_workload(name, **params)
@@ -198,7 +202,7 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
         recs.append(rec)
 
         def run(wl=wl, slot=slot, rec=rec):
-            counts.append(_connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx))
+            counts.append(loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx))
 
         th = threading.Thread(target=run, name=f"conn-{slot}", daemon=True)
         threads.append(th)
@@ -258,6 +262,9 @@ class WorkloadRunner:
         raise NdbChaosError(f"workload setup on {ep.node} failed: {error_fields(last)[1]}")
 
     def start(self) -> None:
+        if self.opts.driver != "python":  # the native driver, or the Python one where it cannot run
+            from .native import resolve_driver
+            self.opts = resolve_driver(self.opts, self.workload)
         self.started_at = self.clock.now()
         self._spool_dir = tempfile.mkdtemp(prefix="ndbchaos-spool-")
         for w in range(self.processes):
