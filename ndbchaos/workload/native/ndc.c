@@ -183,7 +183,12 @@ static int execute(struct ndc *s)
         int r;
         while ((r = mysql_stmt_fetch(s->st)) == 0 || r == MYSQL_DATA_TRUNCATED)
             ;
-        if (r != MYSQL_NO_DATA) goto err;
+        if (r != MYSQL_NO_DATA) {
+            /* a result broken off half-way leaves the connection out of step: start afresh */
+            fail_from(s, mysql_stmt_errno(s->st), mysql_stmt_error(s->st));
+            drop(s);
+            return -1;
+        }
         mysql_stmt_free_result(s->st);
     }
     return 0;
