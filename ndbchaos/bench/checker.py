@@ -5,7 +5,8 @@
 
 or ``python -m ndbchaos.bench.checker [N] [--parse]``; ``python -m ndbchaos.bench.checker write N
 PATH...`` writes the synthetic history to files (``.nch`` columnar, ``.jsonl``, ``.jsonl.gz``) for
-timing ``ndbchaos check`` end to end (docs/history-format.md section 6).
+timing ``ndbchaos check`` end to end (docs/history-format.md section 6); ``... spools N [PARTS]``
+times the soak path (worker spools merged by ``History.read_parts``, then checked).
 
 Memory is measured with ``tracemalloc`` (peak of traced allocations, Python objects and numpy
 buffers, while ``check_history`` runs, in a second run so tracing does not slow the timed one);
@@ -239,6 +240,47 @@ def write_synthetic(n_ops: int, paths: list[str]) -> dict:
     return out
 
 
+def bench_spools(n_ops: int = 1_000_000, parts: int = 4, directory: str | None = None) -> dict:
+    """The soak path: the synthetic history split by process into ``parts`` columnar spools
+    (chunks of 65,536 ops, as worker appenders write them), read back with
+    ``History.read_parts`` (merged and sorted) and checked. Seconds, and the resident high-water
+    mark (VmHWM) of reading + checking."""
+    from ..checks import check_history
+    from ..history.columnar import MAGIC, chunk_blocks, end_block, header_block
+    h, windows = synthetic_ledger(n_ops)
+    c = h.cols
+    proc = np.frombuffer(c.process, dtype=np.int32)
+    out = {"n_ops": len(h), "parts": parts}
+    with tempfile.TemporaryDirectory(dir=directory) as d:
+        paths = []
+        t0 = time.perf_counter()
+        for k in range(parts):
+            rows = np.flatnonzero(proc % parts == k)
+            pos = {int(r): i for i, r in enumerate(rows.tolist())}
+            sparse = {r: pos[r] for r in set(c.objs) | set(c.msgs) if r in pos}
+            paths.append(os.path.join(d, f"w{k}.nch"))
+            with open(paths[-1], "wb") as fh:
+                fh.write(MAGIC + header_block(h.header()))
+                for b in chunk_blocks(c, rows, sparse):
+                    fh.write(b)
+                fh.write(end_block(len(rows)))
+            del rows, pos
+        out["write_s"] = round(time.perf_counter() - t0, 3)
+        out["mb"] = round(sum(os.path.getsize(p) for p in paths) / 2**20, 1)
+        del h, c, proc
+        gc.collect()
+        rss_reset = _reset_hwm()
+        t0 = time.perf_counter()
+        merged = History.read_parts(paths)
+        out["read_parts_s"] = round(time.perf_counter() - t0, 3)
+        t0 = time.perf_counter()
+        verdict = check_history(merged, windows)
+        out["check_s"] = round(time.perf_counter() - t0, 3)
+        out["valid"] = verdict["valid"]
+        out["rss_peak_read_and_check_mb"] = round(_hwm_kb() / 1024, 1) if rss_reset else None
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import json
     args = list(sys.argv[1:] if argv is None else argv)
@@ -248,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         print(json.dumps(write_synthetic(int(float(args[1])), args[2:]), indent=2))
+        return 0
+    if args[:1] == ["spools"]:  # python -m ndbchaos.bench.checker spools N [PARTS]
+        n, parts = int(float(args[1])) if len(args) > 1 else 1_000_000, int(args[2]) if len(args) > 2 else 4
+        print(json.dumps(bench_spools(n, parts), indent=2))
         return 0
     parse = "--parse" in args
     args = [a for a in args if a != "--parse"]

@@ -198,6 +198,7 @@ class _Reader:
         self.path = path
         self.torn = torn
         self.texts: dict[str, str] = {}
+        self.abspath = os.path.abspath(path)  # for the id lists read later, whatever the cwd then
 
     def fail(self, offset: int, why: str):
         raise HistoryFormatError(f"{self.path}:offset {offset}: {why}") from None
@@ -210,7 +211,8 @@ def read_columnar(path, into: Columns | None = None, torn: str = "error"
     Returns ``(workload, params, run, columns, complete)``. ``torn="error"``: a file cut short
     (no end block, or a last block shorter than its length says) raises HistoryFormatError naming
     the offset; ``torn="stop"`` (a spool of a process that died) keeps every complete chunk and
-    returns ``complete=False``. A corrupt block (CRC mismatch, bad contents) always raises."""
+    returns ``complete=False`` (and ``workload=None`` when not even the header is complete).
+    A corrupt block (CRC mismatch, bad contents) always raises."""
     path = str(path)
     r = _Reader(path, torn)
     try:
@@ -222,7 +224,12 @@ def read_columnar(path, into: Columns | None = None, torn: str = "error"
     workload = params = run = check_value = None
     with fh:
         size = os.fstat(fh.fileno()).st_size
-        if fh.read(len(MAGIC)) != MAGIC:
+        magic = fh.read(len(MAGIC))
+        if magic != MAGIC:
+            if MAGIC.startswith(magic):  # died before its header was out
+                if torn == "stop":
+                    return None, {}, None, out, False
+                r.fail(0, "truncated: no complete header block")
             r.fail(0, "not a columnar history (bad magic bytes)")
         offset = len(MAGIC)
         complete = False
@@ -233,8 +240,8 @@ def read_columnar(path, into: Columns | None = None, torn: str = "error"
             if hb and tag not in (TAG_HEAD, TAG_OPS, TAG_END) and len(hb) >= 4:
                 r.fail(offset, f"corrupt: unknown block tag {tag!r}")
             if not hb or len(hb) < _BLOCK.size or offset + _BLOCK.size + length + _CRC.size > size:
-                if torn == "stop" and workload is not None:
-                    break  # a spool cut short: keep the complete chunks
+                if torn == "stop":
+                    break  # a spool cut short: keep the complete chunks (none before its header)
                 if workload is None:
                     r.fail(offset, "truncated: no complete header block")
                 if not hb:
@@ -390,7 +397,7 @@ def _decode_chunk(r: _Reader, offset: int, data_offset: int, payload: bytes, out
         out.msgs[base + i] = texts[t]
     for i, c in ints:
         if c > LAZY_INTS and _LITTLE:
-            out.objs[base + i] = _IntsRef(r.path, data_offset + o, c)
+            out.objs[base + i] = _IntsRef(r.abspath, data_offset + o, c)
         else:
             a = _Ints("q")
             a.frombytes(payload[o:o + 8 * c])

@@ -26,7 +26,24 @@ except ImportError:  # pragma: no cover - orjson is a dependency
 
 
 _NUM_TYPES = {int, float}
+
+
+def _magic_prefix(path) -> bytes | None:
+    """The file's bytes when it is shorter than the columnar magic and a prefix of it (a spool
+    cut short at its start; b"" for an empty file), else None."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(MAGIC))
+    except OSError:
+        return None
+    return head if len(head) < len(MAGIC) and MAGIC.startswith(head) else None
 _INT64_LIMIT = 2.0 ** 63
+
+
+def _any_big_float(parsed: list) -> bool:
+    """Whether any op's value holds a float as large as an integer beyond 64 bits."""
+    values = [d.get("value") for d in parsed if type(d) is dict]
+    return any(map(_big_float, [v for v in values if type(v) is not int]))
 
 
 def _big_float(v) -> bool:
@@ -181,6 +198,31 @@ class History:
                 self._order = array("l", sorted(range(n), key=lambda i: (c.end[i], c.start[i])))
         return self._order
 
+    def sort(self) -> None:
+        """Reorder the columns into completion order (``order()`` becomes 0..n-1), one column
+        at a time. The checkers then view the columns instead of copying them: do it on a large
+        merged history (``read_parts`` does) before checking it."""
+        order = self.order()
+        idx = np.frombuffer(order, dtype=np.int64 if order.itemsize == 8 else np.int32)
+        n = len(idx)
+        if n == 0 or (idx[0] == 0 and idx[-1] == n - 1 and bool((idx[1:] > idx[:-1]).all())):
+            return
+        c = self.cols
+        for name in ("process", "f", "type", "start", "end", "node", "ival", "errno", "ecode", "ecls"):
+            old = getattr(c, name)
+            new = array(old.typecode)
+            new.frombytes(memoryview(np.frombuffer(old, dtype=old.typecode)[idx]).cast("B"))
+            setattr(c, name, new)
+            del old
+        if c.objs or c.msgs:
+            inv = np.empty(n, dtype=np.int64)
+            inv[idx] = np.arange(n, dtype=np.int64)
+            c.objs = {int(inv[k]): v for k, v in c.objs.items()}
+            c.msgs = {int(inv[k]): v for k, v in c.msgs.items()}
+            del inv
+        del idx
+        self._order = None
+
     def __iter__(self) -> Iterator[Op]:
         op = self.cols.op
         for k, i in enumerate(self.order()):
@@ -219,8 +261,11 @@ class History:
         from .columnar import is_columnar, read_columnar
         if torn not in ("error", "stop"):
             raise ValueError('torn must be "error" or "stop"')
-        if is_columnar(path):
+        cut = _magic_prefix(path)  # None: not one; b"": an empty file
+        if is_columnar(path) or cut or (cut == b"" and torn == "stop"):
             workload, params, run, cols, _ = read_columnar(path, torn=torn)
+            if workload is None:
+                raise HistoryFormatError(f"{path}: no complete header: the writer died before writing it")
             h = cls(workload, params, cols)
             h.run = run
             return h
@@ -232,12 +277,15 @@ class History:
         """One History from several columnar files (the spools of a run's worker processes),
         read straight into one set of columns. ``workload``/``params`` default to the first
         file's header; every file must name the same workload. Spools cut short are read up to
-        their last complete chunk (``torn="stop"``) unless ``torn="error"``."""
+        their last complete chunk (``torn="stop"``) unless ``torn="error"``. The result is
+        sorted into completion order (``sort``)."""
         from .columnar import read_columnar
         cols = Columns()
         first = None
         for p in paths:
             w, pr, run, _, _ = read_columnar(p, into=cols, torn=torn)
+            if w is None:  # a spool whose writer died before its header was out: no ops
+                continue
             if first is None:
                 first = (w, pr, run)
             elif w != first[0]:
@@ -246,6 +294,7 @@ class History:
             raise ValueError("read_parts needs at least one file or a workload")
         h = cls(workload if workload is not None else first[0],
                 params if params is not None else (first[1] if first else {}), cols)
+        h.sort()
         return h
 
     # -- interchange format ---------------------------------------------------------------
@@ -335,8 +384,7 @@ class History:
                     parsed = loads(joined)
                 except ValueError:
                     continue
-                if loads is not json.loads and any(map(_big_float, (d.get("value") for d in parsed
-                                                                     if type(d) is dict))):
+                if loads is not json.loads and _any_big_float(parsed):
                     parsed = None
                     continue  # orjson turns integers beyond 64 bits into floats: json keeps them
                 if len(parsed) != len(batch):

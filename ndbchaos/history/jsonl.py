@@ -4,7 +4,9 @@ the line of a decoding failure, and the checks of each operation line and worklo
 from __future__ import annotations
 
 import gzip
+import io
 import math
+from itertools import islice
 import zlib
 from typing import Any, Callable
 
@@ -21,6 +23,8 @@ class _Lines:
 
     def __init__(self, fh, name: str):
         self._it = iter(fh)
+        #: an uncompressed binary file: lines are read in bulk (``batch``)
+        self._plain = isinstance(fh, io.BufferedReader)
         self.name = name
         self.lineno = 0  # lines handed out so far
 
@@ -56,6 +60,13 @@ class _Lines:
 
     def batch(self, n: int) -> tuple[list, int]:
         first = self.lineno + 1
+        if self._plain:  # no decompression or decoding error can come mid-batch: take n at once
+            try:
+                out = list(islice(self._it, n))
+            except OSError as e:
+                self._fail(e, first)
+            self.lineno += len(out)
+            return out, first
         out = []
         try:
             for line in self._it:

@@ -88,6 +88,14 @@ def test_big_read_stays_in_the_file_until_used(tmp_path):
     assert h.cols.value(next(k for k, v in h.cols.objs.items() if v is refs[0])) == BIG_READ
 
 
+def test_sort_in_place_keeps_every_op(tmp_path):
+    h = rich_history()
+    before = ops(h)
+    h.sort()
+    assert list(h.order()) == list(range(len(h)))
+    assert ops(h) == before
+
+
 def test_unsorted_history_is_written_in_completion_order(tmp_path):
     h = rich_history()
     assert list(h.order()) != list(range(len(h)))
@@ -155,10 +163,23 @@ def test_read_parts_merges_spools_with_their_own_names(tmp_path):
     w1._fh.close()  # died after its chunks: no end block
     h = History.read_parts([tmp_path / "w0.nch", tmp_path / "w1.nch"])
     assert h.workload == "ledger" and len(h) == len(a) + len(b)
+    assert list(h.order()) == list(range(len(h)))  # sorted into completion order
+    assert [op.end for op in h] == sorted(op.end for op in h)
     assert sorted(op.value for op in h) == sorted(a + b)
     assert {op.node for op in h if op.value >= 100} == {"sql2"}
     assert {op.node for op in h if op.value < 100} == {"sql1"}
     assert all(op.error.errno == 2013 for op in h if op.type == "info")
+    (tmp_path / "w3.nch").write_bytes(MAGIC[:3])  # died before its header was out
+    (tmp_path / "w4.nch").write_bytes(b"")
+    data = (tmp_path / "w0.nch").read_bytes()
+    (tmp_path / "w5.nch").write_bytes(data[:len(MAGIC) + 20])  # a torn header block
+    h2 = History.read_parts([tmp_path / f"w{k}.nch" for k in (3, 4, 5, 0, 1)])
+    assert ops(h2) == ops(h)
+    for k in (3, 5):
+        with pytest.raises(HistoryFormatError, match="truncated|no complete header"):
+            History.read(tmp_path / f"w{k}.nch")
+        with pytest.raises(HistoryFormatError, match="no complete header"):
+            History.read(tmp_path / f"w{k}.nch", torn="stop")
     other = HistoryAppender(tmp_path / "w2.nch", "bank", {})
     other.close()
     with pytest.raises(HistoryFormatError, match="workload"):
