@@ -64,7 +64,7 @@ def _read_ids(fr: Frame, k: int) -> np.ndarray:
     v = c.ival[row]
     val = c.objs.get(row) if v == NO_INT else v
     if type(val) is _IntsRef:  # left in its columnar file: read it now, drop it after use
-        return np.frombuffer(val.load(), dtype=np.int64)
+        return val.numpy()
     if type(val) is _Ints:
         return np.frombuffer(val, dtype=np.int64).copy()
     if isinstance(val, list):
@@ -188,7 +188,8 @@ def check(fr: Frame, opts: dict) -> Verdict:
     # every ok insert). Positions are kept as masks over the ok inserts (a byte an op).
     ok_ids_all = ids[ok_m]
     del ids
-    ok_ends_all = fr.end[ins][ok_m]
+    ok_ins = ins & (fr.type == OK)  # the same ops as ok_m selects among the inserts
+    ok_ends_all = fr.end[ok_ins]
     if unique_ids:
         sel = None
         acked_id, acked_end = ok_ids_all, ok_ends_all
@@ -206,7 +207,6 @@ def check(fr: Frame, opts: dict) -> Verdict:
     lost_m = before & ~present
     unconfirmed_m = ~before & ~present
     del before, present
-    ok_ins = ins & (fr.type == OK)
     lost_pos = _positions(lost_m, sel, ok_ins)
     lost_end = acked_end[lost_m]
     unconfirmed_pos = _positions(unconfirmed_m, sel, ok_ins)

@@ -42,6 +42,18 @@ class _IntsRef:
             a.byteswap()
         return a
 
+    def numpy(self):
+        """The ids as an int64 numpy array, read straight into it (no second copy)."""
+        import numpy as np
+        try:
+            a = np.fromfile(self.path, dtype="<i8", count=self.count, offset=self.offset)
+        except (OSError, ValueError) as e:
+            raise HistoryFormatError(f"{self.path}:offset {self.offset}: cannot read an id list back: {e}") from None
+        if len(a) != self.count:
+            raise HistoryFormatError(f"{self.path}:offset {self.offset}: cannot read an id list back "
+                                     "(file changed since it was read?)")
+        return a.astype(np.int64, copy=False)
+
 
 def _pack(value: Any) -> Any:
     """Store a list of plain ints packed; anything else as is."""
