@@ -20,7 +20,7 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from .columns import Columns, _Ints, _IntsRef, _pack
+from .columns import Columns, _Ints, _IntsRef, _OpenFile, _pack
 from .jsonl import VALUE_VALIDATORS, parse_header
 from .model import CLASSES, FORMAT_VERSION, NO_INT, TYPES, HistoryFormatError
 
@@ -198,7 +198,7 @@ class _Reader:
         self.path = path
         self.torn = torn
         self.texts: dict[str, str] = {}
-        self.abspath = os.path.abspath(path)  # for the id lists read later, whatever the cwd then
+        self.file: _OpenFile | None = None  # kept open for the id lists left in the file
 
     def fail(self, offset: int, why: str):
         raise HistoryFormatError(f"{self.path}:offset {offset}: {why}") from None
@@ -397,7 +397,12 @@ def _decode_chunk(r: _Reader, offset: int, data_offset: int, payload: bytes, out
         out.msgs[base + i] = texts[t]
     for i, c in ints:
         if c > LAZY_INTS and _LITTLE:
-            out.objs[base + i] = _IntsRef(r.abspath, data_offset + o, c)
+            if r.file is None:
+                try:
+                    r.file = _OpenFile(r.path)
+                except OSError as e:
+                    r.fail(offset, f"cannot open the file again for its id lists: {e.strerror or e}")
+            out.objs[base + i] = _IntsRef(r.file, data_offset + o, c)
         else:
             a = _Ints("q")
             a.frombytes(payload[o:o + 8 * c])

@@ -3,8 +3,8 @@ the packing helpers that fill it in bulk."""
 
 from __future__ import annotations
 
+import os
 import struct
-import sys
 from array import array
 from typing import Any, Iterable
 
@@ -17,42 +17,64 @@ class _Ints(array):
     __slots__ = ()
 
 
+class _OpenFile:
+    """A columnar file kept open (read-only) for the id lists left in it: they stay readable
+    when the file is removed (a run's spools are deleted once read). Closed with its last user."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd = os.open(path, os.O_RDONLY)
+
+    def read_into(self, buf: memoryview, offset: int) -> None:
+        got, n = 0, len(buf)
+        while got < n:
+            if hasattr(os, "preadv"):
+                k = os.preadv(self.fd, [buf[got:]], offset + got)
+            else:  # pragma: no cover - not Linux
+                data = os.pread(self.fd, n - got, offset + got)
+                buf[got:got + len(data)] = data
+                k = len(data)
+            if k <= 0:
+                raise HistoryFormatError(f"{self.path}:offset {offset}: cannot read an id list back "
+                                         "(the file was truncated since it was read)")
+            got += k
+
+    def __del__(self):
+        try:
+            os.close(self.fd)
+        except (OSError, AttributeError, TypeError):
+            pass
+
+
 class _IntsRef:
     """A packed int list left in its columnar file (a large ledger read): read back on each use
-    (``load``), so a history of many big reads does not hold them all in memory."""
+    (``load``, ``numpy``), so a history of many big reads does not hold them all in memory.
+    Pickled as the list itself."""
 
-    __slots__ = ("path", "offset", "count")
+    __slots__ = ("file", "offset", "count")
 
-    def __init__(self, path: str, offset: int, count: int):
-        self.path, self.offset, self.count = path, offset, count
+    def __init__(self, file: _OpenFile, offset: int, count: int):
+        self.file, self.offset, self.count = file, offset, count
 
     def __len__(self) -> int:
         return self.count
 
-    def load(self) -> _Ints:
-        a = _Ints("q")
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self.offset)
-                a.fromfile(fh, self.count)
-        except (OSError, EOFError) as e:
-            raise HistoryFormatError(f"{self.path}:offset {self.offset}: cannot read an id list back "
-                                     f"(file changed since it was read?): {e}") from None
-        if sys.byteorder == "big":
-            a.byteswap()
-        return a
-
     def numpy(self):
         """The ids as an int64 numpy array, read straight into it (no second copy)."""
         import numpy as np
-        try:
-            a = np.fromfile(self.path, dtype="<i8", count=self.count, offset=self.offset)
-        except (OSError, ValueError) as e:
-            raise HistoryFormatError(f"{self.path}:offset {self.offset}: cannot read an id list back: {e}") from None
-        if len(a) != self.count:
-            raise HistoryFormatError(f"{self.path}:offset {self.offset}: cannot read an id list back "
-                                     "(file changed since it was read?)")
+        a = np.empty(self.count, dtype="<i8")
+        self.file.read_into(memoryview(a).cast("B"), self.offset)
         return a.astype(np.int64, copy=False)
+
+    def load(self) -> _Ints:
+        a = _Ints("q")
+        a.frombytes(memoryview(self.numpy()).cast("B"))
+        return a
+
+    def __reduce__(self):
+        return _Ints, ("q", self.load().tobytes())
 
 
 def _pack(value: Any) -> Any:

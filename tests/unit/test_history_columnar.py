@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
+from array import array
 
 import pytest
 
@@ -94,6 +96,16 @@ def test_sort_in_place_keeps_every_op(tmp_path):
     h.sort()
     assert list(h.order()) == list(range(len(h)))
     assert ops(h) == before
+
+
+def test_big_read_survives_removal_of_its_file_and_pickle(tmp_path):
+    h = rich_history()
+    h.write(tmp_path / "a.nch")
+    h2 = History.read_parts([tmp_path / "a.nch"])
+    os.remove(tmp_path / "a.nch")  # a run's spools are removed once read
+    assert ops(h2) == ops(h)
+    cols = pickle.loads(pickle.dumps(h2.cols.objs))
+    assert BIG_READ in [list(v) for v in cols.values() if isinstance(v, array)]
 
 
 def test_unsorted_history_is_written_in_completion_order(tmp_path):
