@@ -326,6 +326,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
     retry_left = opts.retries
     run = lib.ndc_run
     ref = ctypes.byref(s)
+    spill = getattr(rec, "spill", None)  # the runner's SpoolingRecorder streams to its spool
     try:
         while True:
             n = run(ref)
@@ -333,8 +334,8 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
                 backoff = opts.backoff_min
                 if record:
                     folder.fold(rec, n, s.process, f, ep.node)
-                    if len(rec.start) >= SPILL_OPS:
-                        rec.spill()
+                    if spill is not None and len(rec.start) >= SPILL_OPS:
+                        spill()
                 if not shared:
                     live[live_idx[ep.node]] = own_live.value
             if not s.failed:
