@@ -5,6 +5,7 @@ nothing left behind."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -29,9 +30,11 @@ def _engine() -> str:
 # ten minutes of soak, the cluster's start and stop, the final check: 20 min on a quiet 2-core
 # machine at most; allow for a loaded one
 @pytest.mark.timeout(3000)
-def test_a_ten_minute_soak_plays_its_schedule_and_passes(tmp_path):
+def test_a_ten_minute_soak_plays_its_schedule_and_passes():
     engine = _engine()
-    results = tmp_path / "allure-results"
+    # kept after the run (reports/ is output only): a failed soak's evidence is worth reading
+    results = REPO / "reports" / "soak-allure-results"
+    shutil.rmtree(results, ignore_errors=True)
     r = run_pytest(["scenarios", "-m", "soak", "-p", "no:cacheprovider", "-q", "--engine", engine,
                     "--alluredir", str(results), "--soak-duration", str(SOAK_S), "--seed", str(SEED)],
                    timeout=2800)

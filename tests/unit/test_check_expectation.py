@@ -178,7 +178,13 @@ def test_exit_on_heal():
     assert objs["exit on heal"]["valid"] is False and objs["exit on heal"]["measured"] == {"data1": []}
     other = record()["events"] + [{"t": 18.3, "kind": "forced_shutdown", "node": 11, "exit_code": 2305}]
     v, objs = judge(history(), record(details=frozen, events=other))
-    assert objs["exit on heal"]["measured"] == {"data1": [2305]}
+    assert objs["exit on heal"]["valid"] is False and objs["exit on heal"]["measured"] == {"data1": [2305]}
+    # a list: any of those codes (the engine's rule could not tell which in advance)
+    either = {"exit_on_heal": {"data1": [2315, 2305]}}
+    v, objs = judge(history(), record(details=either, events=other))
+    assert objs["exit on heal"]["valid"] is True
+    v, objs = judge(history(), record(details=either, events=early))
+    assert objs["exit on heal"]["valid"] is False
 
 
 def test_zero_outage_means_no_outage_at_all():
