@@ -11,41 +11,8 @@ need the final reads and judge the whole history instead (``check_run``).
 
 from __future__ import annotations
 
-import numpy as np
-
-from ..history import Columns, History
+from ..history import History
 from . import Verdict, compose
-
-#: array typecode -> numpy dtype of the Columns arrays
-_DTYPES = {"i": np.int32, "B": np.uint8, "d": np.float64, "h": np.int16, "q": np.int64}
-_ARRAYS = ("process", "f", "type", "start", "end", "node", "ival", "errno", "ecode", "ecls")
-
-
-def between(history: History, t0: float, t1: float) -> History:
-    """The operations of ``history`` that ended in ``[t0, t1)``, as a History of their own (same
-    workload and params, no run record), built column by column."""
-    c = history.cols
-    c.flush()
-    end = np.frombuffer(c.end, dtype=np.float64) if len(c) else np.empty(0)
-    idx = np.nonzero((end >= t0) & (end < t1))[0]
-    del end  # release the buffer view
-    out = Columns(c.f_names, c.node_names)
-    for name in _ARRAYS:
-        src = getattr(c, name)
-        view = np.frombuffer(src, dtype=_DTYPES[src.typecode]) if len(src) else np.empty(0, _DTYPES[src.typecode])
-        getattr(out, name).frombytes(view[idx].tobytes())
-        del view
-    for attr in ("objs", "msgs"):
-        src, dst = getattr(c, attr), getattr(out, attr)
-        if src:
-            keys = np.fromiter(src.keys(), dtype=np.int64, count=len(src))
-            at = np.searchsorted(idx, keys)
-            hit = (at < len(idx)) & (idx[np.minimum(at, max(len(idx) - 1, 0))] == keys) if len(idx) else \
-                np.zeros(len(keys), dtype=bool)
-            for k, pos in zip(keys[hit].tolist(), at[hit].tolist()):
-                dst[pos] = src[k]
-    return History(history.workload, history.params, out)
-
 
 def _step_run(run: dict, step: dict) -> dict:
     """The record a one-fault scenario would have had for this step."""
@@ -64,7 +31,7 @@ def check(history: History, run: dict, options: dict | None = None) -> Verdict:
     from . import check_history
     per = []
     for step in run.get("steps") or []:
-        sub = between(history, step["begin"], step["end"])
+        sub = history.between(step["begin"], step["end"])
         srun = _step_run(run, step)
         v = check_history(sub, srun["windows"], {**(options or {}), **srun["check_options"]}, run=srun,
                           workload_checks=False)
@@ -107,4 +74,4 @@ def whole_run_options(run: dict) -> dict:
     return opts
 
 
-__all__ = ["between", "check", "whole_run_options"]
+__all__ = ["check", "whole_run_options"]

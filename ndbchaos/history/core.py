@@ -223,6 +223,29 @@ class History:
         del idx
         self._order = None
 
+    def between(self, t0: float, t1: float) -> "History":
+        """The operations that ended in ``[t0, t1)``, as a History of their own (same workload
+        and params, no run record; insertion order kept), built column by column."""
+        c = self.cols
+        c.flush()
+        n = len(c)
+        idx = np.nonzero((np.frombuffer(c.end, dtype=np.float64) >= t0)
+                         & (np.frombuffer(c.end, dtype=np.float64) < t1))[0] if n else np.empty(0, np.int64)
+        out = Columns(c.f_names, c.node_names)
+        if len(idx):
+            for name in ("process", "f", "type", "start", "end", "node", "ival", "errno", "ecode", "ecls"):
+                src = getattr(c, name)
+                getattr(out, name).frombytes(memoryview(np.frombuffer(src, dtype=src.typecode)[idx]).cast("B"))
+            for attr in ("objs", "msgs"):
+                src, dst = getattr(c, attr), getattr(out, attr)
+                if src:
+                    keys = np.fromiter(src.keys(), dtype=np.int64, count=len(src))
+                    at = np.searchsorted(idx, keys)
+                    hit = (at < len(idx)) & (idx[np.minimum(at, len(idx) - 1)] == keys)
+                    for k, pos in zip(keys[hit].tolist(), at[hit].tolist()):
+                        dst[pos] = src[k]
+        return History(self.workload, self.params, out)
+
     def __iter__(self) -> Iterator[Op]:
         op = self.cols.op
         for k, i in enumerate(self.order()):

@@ -176,15 +176,15 @@ def _record(step_list):
 
 def test_between_keeps_the_operations_that_ended_in_the_span_with_their_values_and_errors():
     h = _history()
-    sub = steps.between(h, 22.0, 30.0)
+    sub = h.between(22.0, 30.0)
     ops = list(sub)
     assert ops and all(22.0 <= o.end < 30.0 for o in ops)
     assert len(ops) == sum(1 for o in h if 22.0 <= o.end < 30.0)
     bad = [o for o in ops if o.type == "info"]
     assert bad and bad[0].error.errno == 2013 and bad[0].node == "sql1"
-    read = list(steps.between(h, 61.0, 62.0))
+    read = list(h.between(61.0, 62.0))
     assert len(read) == 1 and read[0].value == [k for k in range(len(h) - 1) if h.cols.type[k] == 0]
-    assert len(steps.between(h, 100.0, 200.0)) == 0
+    assert len(h.between(100.0, 200.0)) == 0
 
 
 def test_each_fault_is_judged_on_its_span_and_the_whole_run_at_the_end():
