@@ -254,16 +254,10 @@ def test_a_rolling_restart_promises_zero_outage_and_excludes_nobody_at_the_end()
 
 def test_how_the_node_was_lost_adds_its_objectives():
     eng, cl = fake_cluster()
-    ids = {n.name: n.nodeid for n in cl.topology.data_nodes}
-    order = [ids["data1"], ids["data3"], ids["data2"], ids["data4"]]
-    e = eng.expectation("datanode_loss", cl, nodes=["data2"], frozen=True, succession=order)
-    assert e.details["exit_on_heal"] == {"data2": 2315} and "2315" in e.rule
-    # the master wakes as president, finds every peer gone and loses its own check (measured on 9.7.2)
-    e = eng.expectation("datanode_loss", cl, nodes=["data1"], frozen=True, succession=order)
-    assert e.details["exit_on_heal"] == {"data1": 2305} and "2305 for the master" in e.rule
-    # with no succession order to tell, either is the engine's
-    e = eng.expectation("datanode_loss", cl, nodes=["data2"], frozen=True, succession=[])
-    assert e.details["exit_on_heal"] == {"data2": [2315, 2305]}
+    # thawed, a node shuts itself down with 2315 (told it was declared dead) or 2305 (it found its
+    # peers' connections closed first and lost its own check): a race, both seen on 9.7.2
+    e = eng.expectation("datanode_loss", cl, nodes=["data2"], frozen=True)
+    assert e.details["exit_on_heal"] == {"data2": [2315, 2305]} and "2315" in e.rule and "2305" in e.rule
     e = eng.expectation("two_datanodes_different_ng", cl, nodes=["data1", "data3"], held_s=8.0)
     assert e.details["held_down"]["nodes"] == ["data1", "data3"] and e.details["held_down"]["min_s"] == 8.0
     assert "exit_on_heal" not in e.details

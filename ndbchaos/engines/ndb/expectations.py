@@ -40,13 +40,13 @@ FAMILY_KEYWORDS = {
 #: (heartbeat failure while it was frozen): measured on 9.7.2, "We(12) have been declared dead by
 #: 13 ... Heartbeat failure", 0.3 s after the thaw.
 DECLARED_DEAD_EXIT = 2315
-#: ... unless the frozen node was the master (president): waking, it handles its transporters to
-#: the others, closed while it slept, as connection failures of every other node ("Node 12
-#: leaving cluster due to Connection failure ... Members : 11"), finds itself alone, and as
-#: president loses its own check: "Arbitration check lost - missing node group", "Arbitrator
-#: decided to shutdown this node", 2305, 0.35 s after the thaw. Measured on 9.7.2 (a soak of
-#: seven freezes, docs/ndb.md finding 28): the president's thaw gave 2305, the six others 2315.
-PRESIDENT_THAW_EXIT = 2305
+#: ... or, as often, it first finds its transporters to the others closed while it slept: it
+#: handles that as connection failures of every other node ("Node 12 leaving cluster due to
+#: Connection failure ... Members : 11"), finds itself alone and loses its own check ("Arbitration
+#: check lost - missing node group", "Arbitrator decided to shutdown this node"): 2305, 0.35 s
+#: after the thaw. Which comes first is a race (docs/ndb.md finding 28: 3 of 13 thaws gave 2305,
+#: the master and other nodes alike); either way the woken node never rejoins on its own.
+ALONE_THAW_EXIT = 2305
 
 #: the error a backup is aborted with when a data node fails during it (measured on 9.7.2)
 BACKUP_ABORTED_BY_NODE_FAILURE = 1326
@@ -286,17 +286,11 @@ def _how_lost(f: _Facts, exp: Expectation, lost: set[int], kw: dict) -> Expectat
     """What the way the nodes were lost adds: ``frozen`` (exit on heal), ``held_s`` (held down),
     ``during_backup`` (the backup is aborted: an expected event)."""
     if kw.get("frozen") and exp.cluster_survives:
-        # the master before the fault (the succession order's first) wakes as president and shuts
-        # itself down on its own check (2305); the others learn they were declared dead (2315);
-        # without a succession order either code is the engine's
-        master = exp.details.get("master_before")
-        exp.details["exit_on_heal"] = {
-            f.names({n})[0]: [DECLARED_DEAD_EXIT, PRESIDENT_THAW_EXIT] if master is None
-            else PRESIDENT_THAW_EXIT if n == master else DECLARED_DEAD_EXIT for n in sorted(lost)}
+        exp.details["exit_on_heal"] = {n: [DECLARED_DEAD_EXIT, ALONE_THAW_EXIT] for n in f.names(lost)}
         exp.rule += (f"; frozen longer than {HEARTBEATS_TO_DETECT} heartbeats, the nodes are declared dead and, "
-                     f"once thawed, shut themselves down ({DECLARED_DEAD_EXIT}: declared dead by a peer; "
-                     f"{PRESIDENT_THAW_EXIT} for the master, which wakes as president, finds every peer gone and "
-                     "loses its own arbitration check)")
+                     f"once thawed, shut themselves down: {DECLARED_DEAD_EXIT} when they first learn they were "
+                     f"declared dead, {ALONE_THAW_EXIT} when they first find their peers' connections closed and "
+                     "lose their own arbitration check (a race; both seen on 9.7.2)")
     if kw.get("during_backup") and exp.cluster_survives:
         # measured on 9.7.2: "Backup 1 started from 1 has been aborted. Error: 1326", 0.18 s after
         # the SIGKILL of a data node during START BACKUP (tests/unit/fixtures/ndb-9.7)
