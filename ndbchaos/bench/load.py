@@ -29,7 +29,7 @@ import time
 
 from ..errors import NdbChaosError, UsageError
 from ..waiting import wait_until
-from .config import TESTS, BenchConfig, Sample, ab_split, split_threads
+from .config import TESTS, BenchConfig, Sample, ab_split, bench_cores, split_threads
 from .meter import Counters, Meter, container_pids, docker_proxy_pids, loadavg
 from .sysbench import ensure_sysbench, run_sysbench, sysbench_version
 
@@ -43,7 +43,7 @@ def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: d
     from ..workload import get_workload
     from ..workload.runner import ClientOptions, WorkloadRunner
     _sb, wl_name, counter = TESTS[test]
-    procs, conns = split_threads(cfg.threads, cfg.processes)
+    procs, conns = split_threads(cfg.threads, cfg.processes, bench_cores(cfg))
     wl = get_workload(wl_name, **{"table_size": cfg.table_size, "create": False, **(params or {})})
     clock = RunClock()
     runner = WorkloadRunner(wl, [ep], clock, processes=procs, connections=conns,
@@ -93,7 +93,7 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
     from ..workload import get_workload
     from ..workload.runner import ClientOptions, WorkloadRunner
     _sb, wl_name, counter = TESTS[test]
-    split = ab_split(cfg.threads, cfg.processes)
+    split = ab_split(cfg.threads, cfg.processes, bench_cores(cfg))
     if split is None:
         raise UsageError("the recording A/B run needs connections that split into two equal halves")
     procs, conns = split
@@ -180,12 +180,13 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
 
     if cfg.seconds <= 0 or cfg.rounds < 1:
         raise UsageError("--seconds must be positive and --rounds at least 1")
-    procs, conns = split_threads(cfg.threads, cfg.processes)
+    split_threads(cfg.threads, cfg.processes)  # a bad --processes fails before anything starts
     sb = ensure_sysbench()
     out(f"bench: load average {loadavg()} on {os.cpu_count()} cores before the bench")
     out(f"bench: {sysbench_version(sb)}; mysql-connector {mysql.connector.__version__}, "
         f"C extension {'in use' if mysql.connector.HAVE_CEXT else 'MISSING (pure Python)'}")
     cfg.driver = _driver_line(cfg, out)
+    procs, conns = split_threads(cfg.threads, cfg.processes, bench_cores(cfg))
     results: dict = {"config": cfg.__dict__.copy(), "samples": []}
     cluster = Cluster(get_engine("galera"), {"keep": cfg.keep}, project=cfg.project)
     reused = bool(cfg.project)
@@ -219,7 +220,7 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
             for test in cfg.tests:
                 run_ours(test, ep, cfg, counters, server, record=False, seconds=cfg.warmup)
                 run_sysbench(sb, test, ep, cfg, counters, server, cfg.warmup)
-        ab = ab_split(cfg.threads, cfg.processes) is not None
+        ab = ab_split(cfg.threads, cfg.processes, bench_cores(cfg)) is not None
         norec = "ab" if ab else "ours-norec"
         for test in cfg.tests:
             for r in range(1, cfg.rounds + 1):

@@ -21,7 +21,8 @@ def register(sub) -> None:
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per test (default 3)")
     p.add_argument("--warmup", type=float, default=3.0, help="warm-up seconds per client and test (default 3)")
     p.add_argument("--processes", type=int, default=None,
-                   help="our worker processes (must divide --threads; default: one per core)")
+                   help="our worker processes (must divide --threads; default: one per core for "
+                        "the python driver, one for native)")
     p.add_argument("--table-size", type=int, default=10000, help="rows in sbtest1 (default 10000, as sysbench)")
     p.add_argument("--project", help="reuse this running cluster (kept afterwards)")
     p.add_argument("--keep", action="store_true", help="keep the cluster it started")

@@ -148,3 +148,12 @@ def test_bench_config_rejects_an_unknown_driver():
     from ndbchaos.bench.config import BenchConfig
     with pytest.raises(UsageError, match="--driver"):
         _driver_line(BenchConfig(driver="go"), print)
+
+
+def test_the_bench_runs_native_connections_as_threads_of_one_process():
+    from ndbchaos.bench.config import BenchConfig, ab_split, bench_cores, split_threads
+    native, python = BenchConfig(driver="native"), BenchConfig(driver="python")
+    assert split_threads(4, None, bench_cores(native)) == (1, 4)
+    assert ab_split(4, None, bench_cores(native)) == (1, 2)
+    assert split_threads(4, None, bench_cores(python)) == split_threads(4)
+    assert split_threads(4, 2, bench_cores(native)) == (2, 2)  # --processes still decides
