@@ -19,6 +19,7 @@ import re
 import shlex
 import subprocess
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -189,6 +190,26 @@ def host_netns() -> str | None:
         return None
 
 
+#: what readlink /proc/self/ns/net answers
+NETNS = re.compile(r"net:\[\d+\]")
+
+
+def read_netns(container, attempts: int = 5) -> tuple[int | None, str]:
+    """(exit code, namespace) of ``readlink /proc/self/ns/net`` in a helper, asked again (up to
+    ``attempts`` times) while the answer is not a namespace: in a CI soak an exec in a helper just
+    started, one of eight started at once on a loaded host, came back without one (the exit code
+    and output were not recorded then; an exec that returns before the engine has its end is the
+    suspect). An answer that is a namespace is final, the host's included (the caller refuses it)."""
+    code, ns = None, ""
+    for i in range(attempts):
+        code, out = runtime.exec_in(container, ["readlink", "/proc/self/ns/net"], timeout=10)
+        ns = out.strip()
+        if NETNS.fullmatch(ns):
+            break
+        time.sleep(0.2 * (i + 1))
+    return code, ns
+
+
 @dataclass
 class Helper:
     """A running tools container in one target's network namespace."""
@@ -246,11 +267,13 @@ def start_helper(cluster, node, purpose: str = "fault") -> Helper:
         network_mode=f"container:{target.id}", cap_add=["NET_ADMIN"], auto_remove=False,
     )
     try:
-        code, ns = runtime.exec_in(c, ["readlink", "/proc/self/ns/net"], timeout=10)
-        ns = ns.strip()
+        code, ns = read_netns(c)
         host = host_netns()
-        if code != 0 or not ns or (host and ns == host):
+        if host and ns == host:
             raise BlastRadiusError(f"refusing: the helper for {node.name} is in this host's network namespace ({ns})")
+        if not NETNS.fullmatch(ns):
+            raise NdbChaosError(f"the helper for {node.name} could not tell its network namespace "
+                                f"(readlink exit code {code}, output {ns!r}): no rule is put in an unknown one")
     except BaseException:
         c.remove(force=True)
         raise

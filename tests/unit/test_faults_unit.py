@@ -453,3 +453,15 @@ def test_one_way_to_several_nodes_describes_its_components_in_packets_mode():
     assert "components" not in OneWay(c, "data1", "data2").window.params
     with pytest.raises(UsageError):
         OneWay(c, "data1", ["data1", "data2"])
+
+
+def test_a_helper_asks_its_namespace_again_until_it_gets_one(monkeypatch):
+    from ndbchaos.faults import netns
+    answers = iter([(None, ""), (126, ""), (0, "net:[4026532301]\n")])
+    calls = []
+    monkeypatch.setattr(netns.runtime, "exec_in", lambda c, cmd, timeout=30: calls.append(cmd) or next(answers))
+    monkeypatch.setattr(netns.time, "sleep", lambda s: None)
+    assert netns.read_netns(object()) == (0, "net:[4026532301]") and len(calls) == 3
+    # never an answer: the last one, which the caller refuses (no rule in an unknown namespace)
+    monkeypatch.setattr(netns.runtime, "exec_in", lambda c, cmd, timeout=30: (1, "readlink: error"))
+    assert netns.read_netns(object(), attempts=3) == (1, "readlink: error")
