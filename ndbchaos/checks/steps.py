@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..history import History
 from . import Verdict, compose
 
+
 def _step_run(run: dict, step: dict) -> dict:
     """The record a one-fault scenario would have had for this step."""
     t0, t1 = step["begin"], step["end"]
@@ -39,12 +40,11 @@ def check(history: History, run: dict, options: dict | None = None) -> Verdict:
                     "targets": step.get("targets"), "begin": step["begin"], "end": step["end"],
                     "ops": v["ops"], "valid": v["valid"], "summary": v["summary"],
                     "objectives": ((v["checks"].get("expectation") or {}).get("details") or {}).get("objectives")})
-    valid = compose(p["valid"] for p in per)
     bad = [p for p in per if p["valid"] is not True]
     kinds = sorted({p["scenario"] for p in per})
+    valid = compose(p["valid"] for p in per) if per else "unknown"  # no fault played: nothing shown
     if not per:
         summ = "no fault was played"
-        valid = "unknown"
     elif bad:
         summ = f"{len(bad)} of {len(per)} faults missed: " + "; ".join(
             f"#{p['index']} {p['scenario']}: " + " | ".join(s for s in p["summary"] if ": valid:" not in s)

@@ -229,8 +229,9 @@ class History:
         c = self.cols
         c.flush()
         n = len(c)
-        idx = np.nonzero((np.frombuffer(c.end, dtype=np.float64) >= t0)
-                         & (np.frombuffer(c.end, dtype=np.float64) < t1))[0] if n else np.empty(0, np.int64)
+        end = np.frombuffer(c.end, dtype=np.float64) if n else np.empty(0)
+        idx = np.nonzero((end >= t0) & (end < t1))[0]
+        del end  # release the buffer view so the column can grow again
         out = Columns(c.f_names, c.node_names)
         if len(idx):
             for name in ("process", "f", "type", "start", "end", "node", "ival", "errno", "ecode", "ecls"):
