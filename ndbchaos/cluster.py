@@ -34,6 +34,9 @@ def new_project_id() -> str:
 
 
 class Cluster:
+    #: how nodes are run: ``docker`` (containers this framework started) or ``inventory``
+    backend = "docker"
+
     def __init__(self, engine: Engine, options: dict | None = None, project: str | None = None,
                  clock: RunClock | None = None):
         self.engine = engine
@@ -153,6 +156,20 @@ class Cluster:
         name = node.container if isinstance(node, Node) else node
         return runtime.owned(name, self.project)
 
+    # -- where network faults work: a helper container in the node's namespace -----------------
+    def net_helper(self, node: Node, purpose: str = "fault"):
+        from .faults import netns
+        return netns.start_helper(self, node, purpose=purpose)
+
+    def net_helpers(self, nodes, purpose: str = "fault") -> dict:
+        from .faults import netns
+        return netns.start_helpers(self, nodes, purpose=purpose)
+
+    def node_ips(self, node: Node) -> list[str]:
+        """The node's addresses on the cluster network: what its peers' packets come from."""
+        from .faults import netns
+        return netns.container_ips(self.container(node))
+
     def status(self) -> ClusterStatus:
         return self.engine.status(self)
 
@@ -192,11 +209,7 @@ class Cluster:
     def reset(self, timeout: float = 300) -> ClusterStatus:
         """Back to healthy between scenarios: heal faults, unpause, restart dead nodes, wait."""
         problems = self.heal_all()
-        for c in runtime.project_containers(self.project):
-            if c.labels.get(TP.ROLE) == TP.HELPER:
-                continue
-            if c.status == "paused":
-                c.unpause()
+        self.thaw_all()
         self.discover()
         st = self.status()
         dead = [self.topology.node(n.node) for n in st.nodes if n.container in ("exited", "dead", "created")]
@@ -207,6 +220,14 @@ class Cluster:
         if problems:
             log.warning("reset healed with problems: %s", problems)
         return st
+
+    def thaw_all(self) -> None:
+        """Unpause every paused node of this project."""
+        for c in runtime.project_containers(self.project):
+            if c.labels.get(TP.ROLE) == TP.HELPER:
+                continue
+            if c.status == "paused":
+                c.unpause()
 
     def down(self) -> list[str]:
         """Remove every container and network of this project (helpers included)."""

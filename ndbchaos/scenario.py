@@ -89,7 +89,7 @@ class ScenarioRun:
             from .faults import toxiproxy
             self.endpoints = [Endpoint(name, port) for name, port in toxiproxy.proxy_ports(cluster).items()]
         else:
-            self.endpoints = [Endpoint(n.name, n.sql_port) for n in cluster.topology.sql_nodes]
+            self.endpoints = [Endpoint(n.name, n.sql_port, n.sql_host) for n in cluster.topology.sql_nodes]
         self.runner = WorkloadRunner(self.workload, self.endpoints, self.clock, processes, connections, self.client)
         self.observer = Observer(cluster)
         self.phases: list[dict] = []

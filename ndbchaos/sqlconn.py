@@ -14,6 +14,7 @@ import mysql.connector
 from .classify import CLIENT_TIMEOUT
 
 HOST = "127.0.0.1"  # never a container address: the same code works on Docker Desktop and CI
+# (an inventory's SQL nodes are the exception: clients reach them at the address the inventory gives)
 
 
 _lib_lock = threading.Lock()
@@ -45,12 +46,12 @@ def init_client_library() -> None:
         _lib_ready = True
 
 
-def connect(port: int, user: str, password: str, database: str | None = None, *,
+def connect(port: int, user: str, password: str, database: str | None = None, *, host: str = HOST,
             connect_timeout: float = 2.0, read_timeout: float = 5.0, write_timeout: float = 5.0,
             autocommit: bool = True):
     init_client_library()
     # The connector takes whole seconds for all three timeouts.
-    kw = dict(host=HOST, port=port, user=user, password=password, autocommit=autocommit,
+    kw = dict(host=host, port=port, user=user, password=password, autocommit=autocommit,
               connection_timeout=_secs(connect_timeout),
               read_timeout=_secs(read_timeout), write_timeout=_secs(write_timeout))
     if database:

@@ -29,6 +29,9 @@ ENGINE = LABEL_PREFIX + "engine"
 
 DATA, ARBITRATOR, MGM, SQL, PROXY, HELPER = "data", "arbitrator", "mgm", "sql", "proxy", "helper"
 
+#: where clients connect to a container cluster's published SQL ports
+LOCALHOST = "127.0.0.1"
+
 
 @dataclass
 class Node:
@@ -40,6 +43,7 @@ class Node:
     nodeid: int | None = None
     ip: str | None = None  # address on the cluster network
     sql_port: int | None = None  # published port on 127.0.0.1, if this node serves SQL
+    sql_host: str = LOCALHOST  # the address clients connect to (an inventory's SQL node: its own)
     serves_sql: bool = False
     labels: dict = field(default_factory=dict)
 
@@ -98,7 +102,7 @@ class Topology:
 
     @property
     def sql_nodes(self) -> list[Node]:
-        """Client endpoints: nodes with a published SQL port."""
+        """Client endpoints: nodes with an SQL port (published on 127.0.0.1 for containers)."""
         return [n for n in self.nodes if n.serves_sql and n.sql_port]
 
     @property
@@ -116,7 +120,8 @@ class Topology:
             "project": self.project,
             "engine": self.engine,
             "nodes": [
-                {k: getattr(n, k) for k in ("name", "role", "container", "nodegroup", "nodeid", "ip", "sql_port")}
+                {k: getattr(n, k)
+                 for k in ("name", "role", "container", "nodegroup", "nodeid", "ip", "sql_host", "sql_port")}
                 for n in self.nodes
             ],
         }

@@ -14,8 +14,10 @@
 # which takes the official image's commands). Its tag hashes the recipe, the entrypoint and the
 # distribution's content, so another distribution gives another image.
 #
-#   cluster/images/build.sh [galera|tools|toxiproxy|ndb|all]   build what is missing (all: ndb too
-#                                                              when NDBCHAOS_NDB_DIST is set)
+#   cluster/images/build.sh [galera|tools|toxiproxy|ndb|ndbhost|all]
+#                                                              build what is missing (all: ndb too
+#                                                              when NDBCHAOS_NDB_DIST is set; ndbhost,
+#                                                              the inventory lab's host, on demand)
 #   cluster/images/build.sh --tag NAME                         print the tag the recipe gives NAME
 #   cluster/images/build.sh --check-dist                       validate NDBCHAOS_NDB_DIST (one line)
 set -euo pipefail
@@ -34,7 +36,10 @@ packages() {
     # What the distribution's programs link (ldd of every binary; the distribution's README lists
     # the same set), + procps for ps/kill in a node and ca-certificates for TLS to the cluster.
     ndb)    echo "libc6,libstdc++6,libgcc-s1,libssl3,zlib1g,libzstd1,liblz4-1,libaio1,libnuma1,libtinfo6,procps,ca-certificates" ;;
-    *) echo "unknown image '$1' (expected galera, tools, toxiproxy or ndb)" >&2; return 2 ;;
+    # A "host" of the inventory lab (docs/inventory.md): the ndb image's runtime + the
+    # distribution, and what a Linux server has: sshd as its main process, iptables, ip, nc.
+    ndbhost) echo "$(packages ndb),openssh-server,iptables,iproute2,netcat-openbsd" ;;
+    *) echo "unknown image '$1' (expected galera, tools, toxiproxy, ndb or ndbhost)" >&2; return 2 ;;
   esac
 }
 
@@ -46,6 +51,10 @@ tag_of() {
          digest=$(dist_digest) || return 1
          hash=$( { declare -f build_ndb bootstrap_rootfs stage_dist; packages ndb; cat "$here/ndb/entrypoint.sh";
                    echo "$digest"; } | sha256sum | cut -c1-12) ;;
+    ndbhost) local base
+         base=$(tag_of ndb) || return 1
+         hash=$( { declare -f build_ndbhost bootstrap_rootfs; packages ndbhost; cat "$here/ndbhost/init.sh";
+                   echo "$base"; } | sha256sum | cut -c1-12) ;;
     *) packages "$name" >/dev/null || return 2
        hash=$( { declare -f build_one bootstrap_rootfs; packages "$name"; } | sha256sum | cut -c1-12) ;;
   esac
@@ -214,6 +223,44 @@ build_ndb() {
 
 # debootstrap NAME's package list into ROOTFS (minbase bookworm), then trim what a container never
 # needs. Prints progress; on failure the last lines of debootstrap's log.
+# The inventory lab's host: Debian + sshd + the programs of the ndb image (copied from it, so both
+# run the same distribution). Its main process is sshd (init.sh); the cluster's processes are
+# started over ssh, as on any server.
+build_ndbhost() {
+  local tag base rootfs start cid
+  tag=$(tag_of ndbhost) || return 1
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    echo "image $tag present"
+    return 0
+  fi
+  build_ndb >/dev/null || return 1
+  base=$(tag_of ndb) || return 1
+  rootfs=$(mktemp -d /tmp/ndbchaos-rootfs.XXXXXX)
+  trap 'rm -rf "$rootfs"' RETURN
+  start=$SECONDS
+  echo "building $tag from Debian packages (debootstrap, about a minute) + the programs of $base..."
+  bootstrap_rootfs ndbhost "$rootfs" || return 1
+  cid=$(docker create "$base") || return 1
+  mkdir -p "$rootfs/usr/local"
+  if ! docker cp "$cid:/usr/local/mysql" - | tar -x -C "$rootfs/usr/local"; then
+    docker rm -f "$cid" >/dev/null; echo "copying /usr/local/mysql out of $base failed" >&2; return 1
+  fi
+  docker rm -f "$cid" >/dev/null
+  install -m 0755 "$here/ndbhost/init.sh" "$rootfs/usr/local/sbin/ndbchaos-host-init"
+  chroot "$rootfs" groupadd --system mysql
+  chroot "$rootfs" useradd --system --gid mysql --home-dir /var/lib/mysql --no-create-home \
+      --shell /usr/sbin/nologin mysql
+  mkdir -p "$rootfs/var/lib/mysql" "$rootfs/run/mysqld" "$rootfs/run/sshd" "$rootfs/root/.ssh" "$rootfs/etc/ndb"
+  chroot "$rootfs" chown mysql:mysql /var/lib/mysql /run/mysqld
+  chmod 700 "$rootfs/root/.ssh"
+  rm -f "$rootfs"/etc/ssh/ssh_host_*  # each host makes its own keys when it starts
+  tar -C "$rootfs" -c . | docker import \
+      -c 'ENV PATH=/usr/local/mysql/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+      -c 'ENTRYPOINT ["/usr/local/sbin/ndbchaos-host-init"]' -c 'EXPOSE 22' \
+      -c 'LABEL org.opencontainers.image.source=ndbchaos' - "$tag" >/dev/null
+  echo "built $tag in $((SECONDS - start))s"
+}
+
 bootstrap_rootfs() {
   local name=$1 rootfs=$2 start=$SECONDS
   command -v debootstrap >/dev/null || { echo "debootstrap is missing (apt-get install debootstrap)" >&2; return 1; }
@@ -291,5 +338,6 @@ case "${1:-all}" in
   galera|tools) build_one "$1" ;;
   toxiproxy) build_toxiproxy ;;
   ndb) build_ndb ;;
-  *) echo "usage: $0 [galera|tools|toxiproxy|ndb|all] | --tag NAME | --check-dist" >&2; exit 2 ;;
+  ndbhost) build_ndbhost ;;
+  *) echo "usage: $0 [galera|tools|toxiproxy|ndb|ndbhost|all] | --tag NAME | --check-dist" >&2; exit 2 ;;
 esac

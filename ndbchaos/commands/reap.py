@@ -9,10 +9,22 @@ def register(sub) -> None:
                                    "(or only those of --project ID) and says what it removed. "
                                    "Nothing without the label is touched.")
     p.add_argument("--project", help="only this run's project id")
+    p.add_argument("--inventory", metavar="FILE",
+                   help="clean the hosts of this inventory instead: our iptables chains, guards still "
+                        "waiting, frozen nodes (thawed), start scripts; nothing else on them is touched")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.inventory:
+        from ..inventory import load_inventory, reap_inventory
+        inv = load_inventory(args.inventory)
+        lines = reap_inventory(inv)
+        for ln in lines:
+            print(ln)
+        if not lines:
+            print(f"nothing left on the hosts of {args.inventory}")
+        return 1 if any("unreachable" in ln for ln in lines) else 0
     from ..cluster import reap
     from ..runtime import docker_client
     docker_client()

@@ -102,7 +102,7 @@ class Engine:
         if conn is not None:
             return conn
         from ..sqlconn import connect
-        conn = connect(node.sql_port, self.sql_user, self.sql_password,
+        conn = connect(node.sql_port, self.sql_user, self.sql_password, host=node.sql_host,
                        connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
         if self.monitor_init:
             cur = conn.cursor()

@@ -223,6 +223,14 @@ class Helper:
     def exec(self, script: str, timeout: float = 30) -> tuple[int, str]:
         return runtime.exec_in(self.container, ["sh", "-c", script], timeout=timeout)
 
+    def install(self, chain: str, script: str, timeout: float = 30) -> tuple[int, str]:
+        """Add ``chain`` (``drop_rules_script``). Its namespace dies with the target, so it needs
+        no guard of its own; ``reap`` removes the helper."""
+        return self.exec(script, timeout)
+
+    def uninstall(self, chain: str, timeout: float = 30) -> tuple[int, str]:
+        return self.exec(remove_chains_script([chain]), timeout)
+
     def current(self) -> bool:
         """Is the helper still in the target's *current* namespace (target not restarted)?"""
         try:

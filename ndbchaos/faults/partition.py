@@ -104,18 +104,18 @@ class Partition(netns.HelperMixin, Fault):
         missing = [n for n in G.nodes_of(self.grudge) if n not in uni]
         if missing:
             raise NdbChaosError(f"{self.kind}: {', '.join(missing)} not running (a partition needs live nodes)")
-        self.helpers = netns.start_helpers(self.cluster, [self._node(n) for n in uni], purpose=self.kind)
+        self.helpers = self.cluster.net_helpers([self._node(n) for n in uni], purpose=self.kind)
 
     def _apply(self) -> None:
         uni = [n for n in self._running_universe() if n in self.helpers]
-        ips = {n: netns.container_ips(self.cluster.container(self._node(n))) for n in uni}
+        ips = {n: self.cluster.node_ips(self._node(n)) for n in uni}
         comment = f"ndbchaos {self.kind} {G.describe(self.grudge)}"
 
         def apply_one(item):
             node, drops = item
             srcs = [ip for d in sorted(drops) for ip in ips.get(d, [])]
             script = netns.drop_rules_script(self.chain, srcs, self.mode, comment)
-            code, out = self.helpers[node].exec(script, timeout=30)
+            code, out = self.helpers[node].install(self.chain, script, timeout=30)
             if code != 0:
                 raise NdbChaosError(f"iptables in {node}'s namespace failed: {out.strip()[-300:]}")
 
@@ -129,11 +129,10 @@ class Partition(netns.HelperMixin, Fault):
             if h is None or not h.current():
                 if h is not None:
                     h.remove()
-                self.helpers[n] = netns.start_helper(self.cluster, self._node(n), purpose=self.kind)
+                self.helpers[n] = self.cluster.net_helper(self._node(n), purpose=self.kind)
         targets = {}
         for n in uni:
-            c = self.cluster.container(self._node(n))
-            ips = netns.container_ips(c)
+            ips = self.cluster.node_ips(self._node(n))
             port = self.cluster.engine.probe_ports(self._node(n))[0]
             targets[n] = (ips[0] if ips else None, port)
 
@@ -187,14 +186,14 @@ class Partition(netns.HelperMixin, Fault):
 
         def revert_one(node):
             c = self.cluster.container(self._node(node))
-            if runtime.container_state(c) != "running":
-                return  # a stopped container has no namespace left, nor rules
+            if self.cluster.backend == "docker" and runtime.container_state(c) != "running":
+                return  # a stopped container has no namespace left, nor rules (a host keeps both)
             h = self.helpers.get(node)
             if h is None or not h.current():
                 if h is not None:
                     h.remove()
-                h = self.helpers[node] = netns.start_helper(self.cluster, self._node(node), purpose=self.kind)
-            code, out = h.exec(netns.remove_chains_script([self.chain]), timeout=30)
+                h = self.helpers[node] = self.cluster.net_helper(self._node(node), purpose=self.kind)
+            code, out = h.uninstall(self.chain, timeout=30)
             if code != 0:
                 raise NdbChaosError(f"removing {self.chain} in {node}'s namespace failed: {out.strip()[-300:]}")
 

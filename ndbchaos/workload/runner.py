@@ -71,6 +71,7 @@ class SpoolingRecorder(Recorder):
 class Endpoint:
     node: str
     port: int
+    host: str = "127.0.0.1"  # an inventory's SQL node is reached at its own address
 
 
 @dataclass
@@ -124,7 +125,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
         sent = False
         try:
             if conn is None:
-                conn = connect(ep.port, opts.user, opts.password, opts.database,
+                conn = connect(ep.port, opts.user, opts.password, opts.database, host=ep.host,
                                connect_timeout=opts.connect_timeout, read_timeout=opts.read_timeout,
                                write_timeout=opts.write_timeout)
                 cur = conn.cursor()
@@ -248,7 +249,7 @@ class WorkloadRunner:
         last = None
         for _ in range(attempts):
             try:
-                conn = connect(ep.port, self.opts.user, self.opts.password, self.opts.database,
+                conn = connect(ep.port, self.opts.user, self.opts.password, self.opts.database, host=ep.host,
                                connect_timeout=self.opts.connect_timeout, read_timeout=60, write_timeout=60)
                 try:
                     self.workload.load(conn, table_engine)
@@ -343,7 +344,7 @@ class WorkloadRunner:
                 ep = eps[i % len(eps)]
                 t0 = self.clock.now()
                 try:
-                    conn = connect(ep.port, self.opts.user, self.opts.password, self.opts.database,
+                    conn = connect(ep.port, self.opts.user, self.opts.password, self.opts.database, host=ep.host,
                                    connect_timeout=self.opts.connect_timeout, read_timeout=60, write_timeout=60)
                     try:
                         cur = conn.cursor()

@@ -31,7 +31,8 @@ class ClusterLogFollower:
                 raise ValueError("no management node in the topology")
             node = mgms[0]
         self.node = node
-        self.path = path or cluster_log_path(node.nodeid or 1)
+        # an inventory's management node says where its DataDir is (the label, from the cluster)
+        self.path = path or cluster_log_path(node.nodeid or 1, (node.labels or {}).get("ndbchaos.datadir") or DATADIR)
         self.offset = 0
         self._inode: int | None = None
         self._partial = ""

@@ -87,8 +87,53 @@ class LayoutMixin:
             out.append(dst)
         return out[0], out[1]
 
+    #: the configuration read from a running cluster (an inventory's: ``check_inventory``); when
+    #: set, it is the configuration of this engine's cluster instead of a shipped config.ini
+    _adopted: NdbConfig | None = None
+
     def config(self, options: dict) -> NdbConfig:
+        if self._adopted is not None:
+            return self._adopted
         return read_config(self.config_files(options)[0])
+
+    def check_inventory(self, cluster) -> list[str]:
+        """Read the running cluster's configuration on a management host (``liveconfig``), check
+        the inventory against it (one-line InventoryError), fill in what the inventory left out,
+        and use that configuration from now on. Returns notes for the run's journal."""
+        from ...inventory.spec import InventoryError
+        from . import liveconfig
+        inv = cluster.inventory
+        last = "no management node of the inventory runs"
+        for spec in [n for n in inv.nodes if n.role == TP.MGM]:
+            h = cluster.container(spec.name)
+            if h.status != "running":
+                continue
+            cs = inv.connectstring or f"127.0.0.1:{self.MGM_PORT_DEFAULT}"
+            outs = []
+            for q in liveconfig.queries(cs):
+                code, out = runtime.exec_in(h, q, timeout=30)
+                if code != 0:
+                    last = f"ndb_config on {spec.name} failed (exit {code}): {out.strip()[-200:]}"
+                    break
+                outs.append(out)
+            if len(outs) < 2:
+                continue
+            try:
+                cfg = liveconfig.parse(*outs)
+            except ValueError as e:
+                last = f"ndb_config on {spec.name}: {e}"
+                continue
+            problems, notes = liveconfig.check(inv, cfg)
+            if problems:
+                raise InventoryError(f"inventory {inv.path}: {problems[0]}")
+            for s in inv.nodes:  # what the cluster told us, on the handles' labels too
+                labels = cluster.container(s.name).labels
+                labels[TP.NODEGROUP] = "" if s.nodegroup is None else str(s.nodegroup)
+                if s.datadir:
+                    labels[TP.LABEL_PREFIX + "datadir"] = s.datadir
+            self._adopted = cfg
+            return [f"configuration read from the cluster by ndb_config on {spec.name}"] + notes
+        raise InventoryError(f"inventory {inv.path}: cannot read the cluster's configuration: {last}")
 
     def root_password(self, options: dict) -> str:
         return options.get("ndb_root_password") or os.environ.get("NDBCHAOS_NDB_ROOT_PASSWORD") or DEFAULT_ROOT_PASSWORD
@@ -150,6 +195,9 @@ class LayoutMixin:
         (NDBCHAOS_NDB_LAYOUT, else default) first, then the other layouts. Ports do not depend on
         the subnet, so the shipped files are read as they are. (config node, its NdbConfig)."""
         want = {TP.MGM: "MGM", TP.DATA: "NDB", TP.SQL: "API"}.get(node.role)
+        if self._adopted is not None:
+            cn = self._adopted.node(node.nodeid) if node.nodeid is not None else None
+            return (cn if cn is not None and cn.type == want else None), self._adopted
         try:
             first = self.layout({})
         except UsageError:

@@ -295,6 +295,12 @@ class LifecycleMixin:
             return True
         if node.role != TP.DATA:
             return False
+        h = cluster.container(node)
+        if hasattr(h, "process_count"):  # an inventory host: the node's own processes, not the host's
+            try:  # fewer than when it was found healthy (the angel alone, or nothing)
+                return h.process_count() < max(1, h.baseline_processes)
+            except NdbChaosError:
+                return False
         code, out = self._exec(cluster, node, list(self._DATA_PROCESSES), timeout=10)
         return code == 0 and out.strip().isdigit() and int(out.strip()) < 2
 

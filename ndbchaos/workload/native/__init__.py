@@ -294,7 +294,8 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
     folder = Folder(capacity)
     s = Ndc()
     keep = [opts.user.encode(), opts.password.encode(), (opts.database or "").encode(), sql.encode(), pool]
-    s.host, s.user, s.password, s.db, s.sql = b"127.0.0.1", keep[0], keep[1], keep[2] or None, keep[3]
+    hosts = {ep.host: ep.host.encode() for ep in endpoints}  # kept alive while the C loop holds them
+    s.user, s.password, s.db, s.sql = keep[0], keep[1], keep[2] or None, keep[3]
     s.connect_timeout, s.read_timeout, s.write_timeout = (
         _secs(opts.connect_timeout), _secs(opts.read_timeout), _secs(opts.write_timeout))
     s.op, s.capacity, s.n = op, capacity, wl.n
@@ -318,7 +319,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
 
     ep_i = slot % len(endpoints)
     ep = endpoints[ep_i]
-    s.port = ep.port
+    s.host, s.port = hosts[ep.host], ep.port
     point_live(ep.node)
     s.process = slot
     backoff = opts.backoff_min
@@ -356,7 +357,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
                 if opts.failover and len(endpoints) > 1:
                     ep_i = (ep_i + 1) % len(endpoints)
                     ep = endpoints[ep_i]
-                    s.port = ep.port
+                    s.host, s.port = hosts[ep.host], ep.port
                     point_live(ep.node)
             if not s.fail_retried:
                 retry_left = opts.retries
