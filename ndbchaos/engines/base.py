@@ -9,6 +9,7 @@ dialect of the workloads, error classification, the expected outcome of each fau
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 REPO = Path(__file__).resolve().parents[2]
 COMPOSE_DIR = REPO / "cluster" / "compose"
+#: a kept monitoring connection that fails faster than this was stale (closed by a restart of its
+#: server), not a sign of the server now; the monitoring read timeout is 2 s
+STALE_FAILS_WITHIN_S = 0.5
 
 
 @dataclass
@@ -114,19 +118,31 @@ class Engine:
 
     def monitor_query(self, node: "Node", query) -> dict:
         """``query(cursor)`` on the node's monitoring connection; on any error the connection is
-        dropped (the next call opens a new one) and ``{"error": "errno: message"}`` returned."""
+        dropped (the next call opens a new one) and ``{"error": "errno: message"}`` returned.
+
+        A kept connection can be stale: the server was restarted since its last use (a fault, a
+        heal, a scenario of an earlier test). It fails at once, and that says nothing about the
+        server now, so the query is tried once more on a new connection. A failure that took
+        time (a frozen or cut-off server: the read timeout) is not tried again: a status poll
+        must stay short while the server does not answer."""
         with self._mon_lock:
-            try:
-                cur = self._monitor(node).cursor()
+            for attempt in (1, 2):
+                kept = node.name in self._mon
+                t0 = time.monotonic()
                 try:
-                    return query(cur)
-                finally:
-                    cur.close()
-            except Exception as e:
-                self._drop_monitor(node.name)
-                from ..sqlconn import error_fields
-                errno, msg = error_fields(e)
-                return {"error": f"{errno}: {msg}"}
+                    cur = self._monitor(node).cursor()
+                    try:
+                        return query(cur)
+                    finally:
+                        cur.close()
+                except Exception as e:
+                    self._drop_monitor(node.name)
+                    if attempt == 1 and kept and time.monotonic() - t0 < STALE_FAILS_WITHIN_S:
+                        continue
+                    from ..sqlconn import error_fields
+                    errno, msg = error_fields(e)
+                    return {"error": f"{errno}: {msg}"}
+        return {"error": "-1: no attempt"}  # not reached: the second attempt always returns
 
     def _drop_monitor(self, name: str) -> None:
         conn = self._mon.pop(name, None)

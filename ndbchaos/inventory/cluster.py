@@ -177,10 +177,18 @@ class InventoryCluster(Cluster):
             if h.status == "paused":
                 h.unpause()
 
-    def down(self) -> list[str]:
-        """Heal what is open and detach: the cluster keeps running as the user left it."""
-        self.heal_all()
-        self.started = False
+    def down(self, timeout: float = 300) -> list[str]:
+        """Leave the cluster as it was found, then detach: heal what is open, thaw, start again
+        any node a fault left stopped (every node ran when the run attached; a scenario that
+        failed in its heal can leave one down), wait until healthy. Raises if it does not get
+        there; the caller says so. A run that never attached (verification failed) only heals."""
+        if not self.started:
+            self.heal_all()
+            return []
+        try:
+            self.reset(timeout=timeout)
+        finally:
+            self.started = False
         return []
 
 

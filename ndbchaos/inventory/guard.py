@@ -56,13 +56,13 @@ def disarm_script(key: str | None = None) -> str:
     # [-] in the pattern: the pattern text itself does not match it, so the finder is not found
     pat = "ndbchaos-guard[-]" + (re.escape(key) + "$" if key else "")
     return (f"for p in $(pgrep -f -- {shlex.quote(pat)}); do "
-            'n=$(tr "\\0" " " < /proc/$p/cmdline 2>/dev/null | awk "{print \\$NF}"); '
+            'n=$(tr "\\0\\n" "  " < /proc/$p/cmdline 2>/dev/null | awk "{print \\$NF}"); '
             'kill -- -$p 2>/dev/null || kill $p 2>/dev/null; echo "disarmed $n"; done; exit 0')
 
 
 def list_script() -> str:
     return ("for p in $(pgrep -f -- 'ndbchaos-guard[-]'); do "
-            'tr "\\0" " " < /proc/$p/cmdline 2>/dev/null | awk "{print \\$NF}"; done; exit 0')
+            'tr "\\0\\n" "  " < /proc/$p/cmdline 2>/dev/null | awk "{print \\$NF}"; done; exit 0')
 
 
 class HostNetHelper:

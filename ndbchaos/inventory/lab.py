@@ -28,6 +28,7 @@ SUBNET = "10.213.78"
 COMPOSE = REPO / "cluster" / "compose" / "ndb-hosts.yml"
 EXAMPLE = REPO / "examples" / "inventory" / "hosts.yml"
 BUILD = REPO / "cluster" / "images" / "build.sh"
+BUILD_TIMEOUT_S = 1200
 
 
 def key_path() -> Path:
@@ -51,7 +52,10 @@ def image() -> str:
         raise NdbChaosError(f"the lab needs the NDB distribution (NDBCHAOS_NDB_DIST): {r.stderr.strip()[-200:]}")
     tag = r.stdout.strip()
     if not runtime.image_present(tag):
-        r = subprocess.run(["bash", str(BUILD), "ndbhost"], capture_output=True, text=True)
+        try:  # debootstrap from the Debian mirror: about a minute here; a stuck mirror must not hang a run
+            r = subprocess.run(["bash", str(BUILD), "ndbhost"], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise NdbChaosError(f"building {tag} did not finish within {BUILD_TIMEOUT_S} s") from None
         if r.returncode != 0 or not runtime.image_present(tag):
             raise NdbChaosError(f"building {tag} failed: {(r.stderr or r.stdout).strip()[-300:]}")
     return tag

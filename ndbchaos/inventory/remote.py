@@ -22,7 +22,9 @@ import base64
 import os
 import shlex
 import signal as _signal
+import subprocess
 import threading
+import time
 from dataclasses import dataclass
 
 from ..errors import NdbChaosError
@@ -31,6 +33,11 @@ from .spec import HostSpec, NodeSpec
 #: ssh options every connection gets: no prompt can hang a run, a dead link ends within 15 s
 SSH_DEFAULTS = ["-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
                 "-o", "LogLevel=ERROR"]
+
+
+#: how long a node's detached start script gets to show up on its host before "no process and no
+#: script" means its start command ended without starting the node
+START_GRACE_S = 3.0
 
 
 class HostUnreachable(NdbChaosError):
@@ -64,8 +71,31 @@ class Remote:
             kw["controlpersist"] = 300
             kw["ssh_extra_args"] = " ".join(shlex.quote(a) for a in SSH_DEFAULTS + list(ssh.get("options") or []))
         self.host = testinfra.get_host(spec.url, **kw)
+        # testinfra waits for its ssh (or docker, ...) command without a limit: a connection that
+        # hangs would hang the run. Every command is bounded here too (see _run_local).
+        self._bound = threading.local()
+        self.host.backend.run_local = self._run_local
         self._ips: list[str] | None = None
         self._lock = threading.Lock()
+
+    def _run_local(self, command: str, *args: str):
+        """testinfra's local step (the ssh command line, its arguments quoted in), with a bound:
+        past it the command's whole process group is killed and the host counts as not answering."""
+        backend = self.host.backend
+        cmd = backend.encode(backend.quote(command, *args))
+        bound = getattr(self._bound, "seconds", None) or 60.0
+        p = subprocess.Popen(cmd, shell=True, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = p.communicate(timeout=bound)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(p.pid, _signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.communicate()
+            raise HostUnreachable(f"host {self.name} ({self.spec.url}) did not answer within {bound:.0f} s") from None
+        return backend.result(p.returncode, cmd, out, err)
 
     @property
     def name(self) -> str:
@@ -77,8 +107,13 @@ class Remote:
         HostUnreachable when ssh itself failed."""
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
         cmd = f"timeout -k 2 {max(1, int(timeout))} sh -c {shlex.quote(exports + script)} 2>&1"
+        # locally: the host's own bound, the connection (connect timeout, a dead link found by
+        # ServerAlive* within 15 s) and a margin
+        self._bound.seconds = max(1, int(timeout)) + 2 + 30
         try:
             r = self.host.run(cmd)
+        except HostUnreachable:
+            raise
         except RuntimeError as e:  # testinfra's ssh backend: ssh exited 255
             out = getattr(e.args[0], "stderr", "") if e.args else ""
             raise HostUnreachable(f"host {self.name} ({self.spec.url}) unreachable: "
@@ -188,15 +223,24 @@ class HostNode:
 
     _PS = 'if [ -n "$pids" ]; then ps -o pid=,ppid=,stat=,lstart= -p "$(echo $pids | tr " " ",")"; fi'
 
-    def processes(self) -> list[Proc]:
-        code, out = self.remote.run(self._find() + self._PS, timeout=15, env=self.env)
-        if code not in (0, 1):
+    def _scan(self) -> tuple[list[Proc], bool]:
+        """The node's processes, and whether its start script still runs (a shell running the
+        script; the path goes base64-encoded, so the search does not find itself)."""
+        b64 = base64.b64encode(f"sh {self.start_script}".encode()).decode()
+        starting = f'; s=$(printf %s {b64} | base64 -d); pgrep -f -- "$s" >/dev/null && echo STARTING; exit 0'
+        code, out = self.remote.run(self._find() + self._PS + starting, timeout=15, env=self.env)
+        if code != 0:
             raise NdbChaosError(f"{self.name}: cannot list its processes on {self.remote.name}: {out.strip()[-200:]}")
-        return parse_ps(out)
+        return parse_ps(out), any(ln.strip() == "STARTING" for ln in out.splitlines())
+
+    def processes(self) -> list[Proc]:
+        return self._scan()[0]
 
     def reload(self) -> None:
-        self.procs = self.processes()
+        self.procs, starting = self._scan()
         self.status = state_of(self.procs)
+        if self.status == "exited" and starting:
+            self.status = "created"  # its start command runs but the node's process is not there yet
         node = proper(self.procs)
         self.attrs = {"State": {"Status": self.status, "Running": self.status == "running",
                                 "Pid": node[0].pid if node else 0,
@@ -255,9 +299,10 @@ class HostNode:
     def start_script(self) -> str:
         return f"/tmp/{self.project}-{self.name}.start.sh"
 
-    def start(self) -> None:
+    def start(self, wait_s: float = 20) -> None:
         """Start the node again through its configured command (detached from the ssh session,
-        its output in ``start_log``) or its systemd unit. A node that runs is left alone."""
+        its output in ``start_log``) or its systemd unit, and wait (``wait_s`` at most) for its
+        process. A node that runs, or whose start command still runs, is left alone."""
         self.reload()
         if self.status != "exited":
             return
@@ -270,10 +315,31 @@ class HostNode:
             b64 = base64.b64encode(((self.spec.start or "") + '\nrm -f "$0"\n').encode()).decode()
             f, log = shlex.quote(self.start_script), shlex.quote(self.start_log)
             script = (f"printf %s {b64} | base64 -d > {f} && cd / && "
-                      f"setsid nohup sh {f} </dev/null >>{log} 2>&1 &")
+                      f"setsid nohup sh {f} </dev/null >{log} 2>&1 &")
         code, out = self.remote.run(script, timeout=60, env=self.env)
         if code != 0:
             raise NdbChaosError(f"{self.name}: starting it on {self.remote.name} failed: {out.strip()[-200:]}")
+        self._await_process(wait_s)
+
+    def _await_process(self, wait_s: float) -> None:
+        """Return once the node's process is there (what ``docker start`` promises), or once its
+        start command has ended without one (an error, with the start log's last line), or after
+        ``wait_s`` with the start command still running (a first start that initializes data
+        first: the caller's own wait for readiness goes on from there)."""
+        t0 = time.monotonic()
+        while True:
+            self.reload()
+            if self.status in ("running", "paused"):
+                return
+            # The detached script may not run yet when ssh returns: no process of the node and no
+            # script is "ended" only once it has had time to start.
+            if self.status == "exited" and not self.spec.systemd and time.monotonic() - t0 >= START_GRACE_S:
+                tail = self.logs(tail=5).decode("utf-8", "replace").strip().splitlines()
+                raise NdbChaosError(f"{self.name}: its start command ended on {self.remote.name} and no process "
+                                    f"of it runs: {(tail or ['(no output)'])[-1][-200:]}")
+            if time.monotonic() - t0 >= max(wait_s, START_GRACE_S):
+                return
+            time.sleep(0.2)
 
     def stop(self, timeout: int = 10) -> None:
         """The configured stop command or systemd unit; else SIGTERM to the node's first process,

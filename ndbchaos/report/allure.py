@@ -179,8 +179,12 @@ def write_results_metadata(alluredir: Path, engine_choice: str = "", cluster=Non
     alluredir.mkdir(parents=True, exist_ok=True)
     env = {"engine_choice": engine_choice}
     if cluster is not None:
-        env.update({"engine": cluster.engine.name, "project": cluster.project,
-                    "images": ",".join(cluster.engine.images(cluster.options))})
+        env.update({"engine": cluster.engine.name, "project": cluster.project, "backend": cluster.backend})
+        if cluster.backend == "docker":
+            env["images"] = ",".join(cluster.engine.images(cluster.options))
+        else:  # an inventory's cluster: which file, how many hosts
+            env["inventory"] = cluster.options.get("inventory", "")
+            env["hosts"] = len(getattr(cluster, "remotes", {}))
     env.update({"python": platform.python_version(), "kernel": platform.release(), "ci": str(ci).lower()})
     (alluredir / "environment.properties").write_text(
         "".join(f"{k}={str(v).replace(chr(10), ' ')}\n" for k, v in env.items()))

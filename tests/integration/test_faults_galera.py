@@ -88,10 +88,25 @@ def decoy(cluster):
         pass
 
 
+BROKEN: list[str] = []  # why the module's cluster could not be brought back, once it could not
+
+
 @pytest.fixture
 def healthy(cluster):
-    """Every test starts from (and the next one finds) a healthy cluster."""
-    cluster.wait_healthy(120)
+    """Every test starts from (and the next one finds) a healthy cluster. A test that leaves it
+    unhealthy gets one repair (``cluster.reset``: heal, thaw, restart dead nodes, wait); if that
+    fails too, every later test fails at once with the reason instead of waiting out its own
+    timeout on a cluster that will not come back."""
+    if BROKEN:
+        pytest.fail(f"the module's cluster is broken since an earlier test: {BROKEN[0]}")
+    try:
+        cluster.wait_healthy(120)
+    except Exception as first:
+        try:
+            cluster.reset(timeout=240)
+        except Exception as e:
+            BROKEN.append(f"{type(first).__name__}: {first}; reset: {type(e).__name__}: {e}"[:600])
+            pytest.fail(f"the cluster did not come back: {BROKEN[0]}")
     yield cluster
     problems = cluster.heal_all()
     assert not problems, problems

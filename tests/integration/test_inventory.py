@@ -11,6 +11,7 @@ Cluster started on them over ssh (``ndbchaos lab up``), reached only over ssh an
 Needs the NDB distribution (NDBCHAOS_NDB_DIST; skipped with the reason without it)."""
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -69,8 +70,11 @@ def write_inventory(tmp_path, mutate) -> Path:
 
 
 @pytest.mark.timeout(2400)
-def test_default_catalogue_over_ssh(lab, tmp_path):
-    results = tmp_path / "allure-results"
+def test_default_catalogue_over_ssh(lab):
+    # kept after the run (reports/ is output only): `ndbchaos summary reports/inventory-allure-results`
+    # prints what each scenario measured over ssh, next to the container run's reports/allure-results
+    results = REPO / "reports" / "inventory-allure-results"
+    shutil.rmtree(results, ignore_errors=True)
     r = run_pytest(["scenarios", "-m", "not slow", "-p", "no:cacheprovider", "-q", "--inventory", str(EXAMPLE),
                     "--alluredir", str(results)], timeout=2100)
     out = r.stdout + r.stderr

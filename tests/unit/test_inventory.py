@@ -263,3 +263,29 @@ def test_stop_terminates_then_kills(local_node):
     assert wait_state(h, "running")
     h.stop(timeout=2)
     assert wait_state(h, "exited", timeout=5)
+
+
+def test_start_waits_for_the_process_and_says_why_it_never_came(local_node, tmp_path):
+    h = local_node
+    real = h.spec.start
+    h.spec.start = f"sleep 1.5; {real}"  # a start command that works a while before the node runs
+    t0 = time.monotonic()
+    h.start()
+    assert h.status == "running" and time.monotonic() - t0 >= 1.4  # returned once the process was there
+    h.kill("SIGKILL")
+    assert wait_state(h, "exited")
+    h.spec.start = "sleep 4; echo 'no such option --bogus' >&2; exit 1"
+    h.start(wait_s=0.3)  # the command still runs when the wait (3 s at least) ends: the node is on its way
+    h.reload()
+    assert h.status == "created"
+    with pytest.raises(NdbChaosError, match="start command ended .* no process of it runs: no such option --bogus"):
+        h._await_process(10)
+
+
+def test_a_command_that_never_returns_is_cut_locally():
+    remote = Remote(HostSpec("h1", "local://"))
+    remote._bound.seconds = 1
+    t0 = time.monotonic()
+    with pytest.raises(NdbChaosError, match="did not answer within 1 s"):
+        remote.host.backend.run_local("sleep 30")
+    assert time.monotonic() - t0 < 5

@@ -1,6 +1,7 @@
 """NdbEngine.status / recover_nodes / start order without Docker: fake containers, ndb_mgm output
 built from the print_nodes/print_status formats, ndbinfo rows as the SQL nodes would return them."""
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -282,3 +283,56 @@ def test_arbitrator_in_effect_comes_from_ndbinfo_not_the_rank_order():
     exp = eng.expectation("mgmnode_loss", cl, lost=1)
     assert exp.details["lost"] == ["mgm2"] and exp.details["arbitrator_before"] == 2
     assert exp.details["arbitrator_after"] == 1  # losing mgm2 moves it to mgm1
+
+
+# -- the monitoring connection: a stale one is replaced, a slow failure is not retried ------------------
+
+class _Conn:
+    def __init__(self, fail=None, delay=0.0):
+        self.fail, self.delay, self.closed = fail, delay, False
+
+    def cursor(self):
+        conn = self
+
+        class Cur:
+            def close(self):
+                pass
+
+            def execute(self, *_):
+                pass
+
+        if conn.fail:
+            time.sleep(conn.delay)
+            raise conn.fail
+        return Cur()
+
+    def close(self):
+        self.closed = True
+
+
+def test_a_stale_monitoring_connection_is_replaced_not_reported():
+    import mysql.connector.errors as ME
+
+    from ndbchaos.engines.base import Engine
+    from ndbchaos.topology import Node
+    e = Engine()
+    node = Node("sql1", "sql", "sql1", "sql1", None, 21, "127.0.0.1")
+    stale = _Conn(fail=ME.OperationalError(msg="MySQL Connection not available."))
+    e._mon["sql1"] = stale
+    opened = []
+
+    def fresh(n):
+        if n.name not in e._mon:
+            e._mon[n.name] = _Conn()
+            opened.append(n.name)
+        return e._mon[n.name]
+
+    e._monitor = fresh
+    assert e.monitor_query(node, lambda cur: {"nodes": [11]}) == {"nodes": [11]}
+    assert stale.closed and opened == ["sql1"]
+    # a failure that took time (a frozen server: the read timeout) is reported, not retried
+    slow = _Conn(fail=ME.OperationalError(msg="timed out"), delay=0.6)
+    e._mon["sql1"] = slow
+    opened.clear()
+    out = e.monitor_query(node, lambda cur: {"nodes": [11]})
+    assert "timed out" in out["error"] and opened == []
