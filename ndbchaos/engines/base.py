@@ -126,23 +126,25 @@ class Engine:
         time (a frozen or cut-off server: the read timeout) is not tried again: a status poll
         must stay short while the server does not answer."""
         with self._mon_lock:
-            for attempt in (1, 2):
-                kept = node.name in self._mon
-                t0 = time.monotonic()
-                try:
-                    cur = self._monitor(node).cursor()
-                    try:
-                        return query(cur)
-                    finally:
-                        cur.close()
-                except Exception as e:
-                    self._drop_monitor(node.name)
-                    if attempt == 1 and kept and time.monotonic() - t0 < STALE_FAILS_WITHIN_S:
-                        continue
-                    from ..sqlconn import error_fields
-                    errno, msg = error_fields(e)
-                    return {"error": f"{errno}: {msg}"}
-        return {"error": "-1: no attempt"}  # not reached: the second attempt always returns
+            kept = node.name in self._mon
+            t0 = time.monotonic()
+            out = self._query_once(node, query)
+            if "error" in out and kept and time.monotonic() - t0 < STALE_FAILS_WITHIN_S:
+                out = self._query_once(node, query)
+            return out
+
+    def _query_once(self, node: "Node", query) -> dict:
+        try:
+            cur = self._monitor(node).cursor()
+            try:
+                return query(cur)
+            finally:
+                cur.close()
+        except Exception as e:
+            self._drop_monitor(node.name)
+            from ..sqlconn import error_fields
+            errno, msg = error_fields(e)
+            return {"error": f"{errno}: {msg}"}
 
     def _drop_monitor(self, name: str) -> None:
         conn = self._mon.pop(name, None)
