@@ -95,10 +95,12 @@ SCENARIOS = [
              expectation="two_datanodes_different_ng", expectation_kw={"held_s": 8.0}, hold_s=10.0,
              engines=("ndb",), elsewhere=NO_MGM, slow=True),
     # NDB's catalogue (testBackup NFSlave/NFMaster): a data node fails during an online backup.
-    # The backup is aborted; the cluster keeps serving.
+    # The backup is aborted; the cluster keeps serving. 16 MB of ballast give the backup about a
+    # second to run (config.ini: MaxDiskWriteSpeed 4M), for the kill to land within.
     Scenario("kill_data_node_during_backup", "datanode_loss",
              "START BACKUP, then SIGKILL one data node while it runs: backup aborted, data served",
-             fault=lambda c, rng: KillDuringBackup(c, one_data_node(c, rng)), expectation_kw={"during_backup": True},
+             fault=lambda c, rng: KillDuringBackup(c, one_data_node(c, rng), ballast_mb=16),
+             expectation_kw={"during_backup": True},
              engines=("ndb",), elsewhere="an NDB online backup (START BACKUP) has no Galera counterpart here"),
     # An operator's rolling restart: every data node 'N RESTART' in turn under load. Zero outage.
     Scenario("rolling_restart_under_load", "datanode_loss",

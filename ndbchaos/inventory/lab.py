@@ -116,7 +116,12 @@ def _answers(remote) -> bool:
 
 
 def down() -> list[str]:
+    """Remove the hosts and their network; what was there (compose removes most of it, the
+    framework's own reap whatever compose did not know)."""
     from ..cluster import reap
     runtime.docker_client()
+    there = [f"container {c.name}" for c in runtime.project_containers(PROJECT)] + \
+            [f"network {n.name}" for n in runtime.project_networks(PROJECT)]
     runtime.compose(PROJECT, [COMPOSE], {"NDBCHAOS_PROJECT": PROJECT}, "down", "-v", "-t", "2", check=False)
-    return reap(PROJECT)
+    left = reap(PROJECT)
+    return there + [x for x in left if x not in there]

@@ -221,14 +221,20 @@ class HostNode:
         return (f'p=$(cat {f} 2>/dev/null | tr -dc 0-9); pids=""; '
                 'if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then pids="$p $(pgrep -P "$p" | tr "\\n" " ")"; fi; ')
 
-    _PS = 'if [ -n "$pids" ]; then ps -o pid=,ppid=,stat=,lstart= -p "$(echo $pids | tr " " ",")"; fi'
+    #: the processes found, described; found again (10 times at most, 50 ms apart) when every one
+    #: of them ended between the search and ps: a daemon that forks and lets its parent exit (an
+    #: ndbmtd angel starting) would otherwise read as no process at all for that instant
+    _PS = ('n=0; while :; do {find}out=""; '
+           '[ -n "$pids" ] && out=$(ps -o pid=,ppid=,stat=,lstart= -p "$(echo $pids | tr " " ",")"); '
+           '{{ [ -z "$pids" ] || [ -n "$out" ] || [ $n -ge 10 ]; }} && break; n=$((n+1)); sleep 0.05; done; '
+           '[ -n "$out" ] && printf "%s\\n" "$out"')
 
     def _scan(self) -> tuple[list[Proc], bool]:
         """The node's processes, and whether its start script still runs (a shell running the
         script; the path goes base64-encoded, so the search does not find itself)."""
         b64 = base64.b64encode(f"sh {self.start_script}".encode()).decode()
         starting = f'; s=$(printf %s {b64} | base64 -d); pgrep -f -- "$s" >/dev/null && echo STARTING; exit 0'
-        code, out = self.remote.run(self._find() + self._PS + starting, timeout=15, env=self.env)
+        code, out = self.remote.run(self._PS.format(find=self._find()) + starting, timeout=15, env=self.env)
         if code != 0:
             raise NdbChaosError(f"{self.name}: cannot list its processes on {self.remote.name}: {out.strip()[-200:]}")
         return parse_ps(out), any(ln.strip() == "STARTING" for ln in out.splitlines())

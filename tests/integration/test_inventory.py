@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ndbchaos.cluster import env_flag
 from ndbchaos.report.results import attachments
 
 from .helpers import REPO, allure_results, catalogue, only_elsewhere, run_pytest
@@ -72,12 +71,6 @@ def write_inventory(tmp_path, mutate) -> Path:
 
 @pytest.mark.timeout(2400)
 def test_default_catalogue_over_ssh(lab):
-    # Opt-in until it passes reliably under CI's load: locally it passed whole (19 passed, 2
-    # skipped), while in one CI run freeze_one_data_node (data2 exited after the thaw) and the
-    # backup-during-kill expectation failed (issue 12 stays open on this).
-    if not env_flag("NDBCHAOS_SSH_CATALOGUE"):
-        pytest.skip("the default catalogue over ssh runs with NDBCHAOS_SSH_CATALOGUE=1 (17 min; not yet reliable "
-                    "under CI load: freeze_one_data_node, kill_during_backup)")
     # kept after the run (reports/ is output only): `ndbchaos summary reports/inventory-allure-results`
     # prints what each scenario measured over ssh, next to the container run's reports/allure-results
     results = REPO / "reports" / "inventory-allure-results"

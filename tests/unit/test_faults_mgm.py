@@ -174,12 +174,65 @@ def test_only_data_nodes_and_only_with_a_management_client():
         f.inject()
 
 
-def test_a_kill_during_a_backup_starts_the_backup_first(monkeypatch):
+class BackupLog:
+    """The cluster log as ``KillDuringBackup`` follows it: nothing until the backup has ended."""
+
+    def __init__(self, fate, after_polls=2):
+        self.fate, self.after_polls, self.polls, self.sought = fate, after_polls, 0, False
+        self.node, self.errors = SimpleNamespace(name="mgm1"), []
+
+    def seek_end(self):
+        self.sought = True
+
+    def poll(self):
+        self.polls += 1
+        if self.fate is None or self.polls < self.after_polls:
+            return []
+        other = {"kind": "backup_started", "backup": 7}
+        older = {"kind": "backup_completed", "backup": 6, "text": "Backup 6 started from node 1 completed."}
+        return [other, older, {"backup": 7, **self.fate}]
+
+
+def backup_cluster(monkeypatch, fate):
     c = Cluster(Engine())
+    log = BackupLog(fate)
+    c.engine.cluster_log_follower = lambda cluster, node=None: log
     killed = []
     monkeypatch.setattr(MG.KillDuringBackup, "_signal_all", lambda self: killed.append(list(self.window.targets)))
     monkeypatch.setattr(MG.Kill, "_verify_applied", lambda self: "process gone after SIGKILL: data3 exited")
+    return c, log, killed
+
+
+def test_a_kill_during_a_backup_starts_the_backup_first_and_reads_its_abort(monkeypatch):
+    c, log, killed = backup_cluster(monkeypatch, {"kind": "backup_aborted", "error": 1326})
     f = MG.KillDuringBackup(c, [c.topology.node("data3")])
     f.inject()
-    assert c.engine.sent == ["START BACKUP WAIT STARTED"] and killed == [["data3"]]
-    assert f.window.params["backup_id"] == 7 and f.window.verification[0].startswith("backup 7 running")
+    assert log.sought and c.engine.sent == ["START BACKUP WAIT STARTED"] and killed == [["data3"]]
+    assert f.window.params["backup_id"] == 7 and f.window.params["backup_fate"]["kind"] == "backup_aborted"
+    assert f.window.verification[0].startswith("backup 7 aborted by the kill (error 1326)")
+
+
+def test_a_backup_that_completed_before_the_kill_is_no_effective_fault(monkeypatch):
+    c, _, killed = backup_cluster(monkeypatch, {"kind": "backup_completed", "text": "Backup 7 ... completed."})
+    monkeypatch.setattr(MG.KillDuringBackup, "_revert", lambda self: None)
+    f = MG.KillDuringBackup(c, [c.topology.node("data3")])
+    with pytest.raises(FaultNotEffective, match="backup 7 completed before the kill took effect"):
+        f.inject()
+    assert killed == [["data3"]] and not f.active  # reverted (node restart) on the way out
+
+
+def test_a_backup_whose_end_is_never_logged_is_no_effective_fault(monkeypatch):
+    c, _, _ = backup_cluster(monkeypatch, None)
+    monkeypatch.setattr(MG.KillDuringBackup, "_revert", lambda self: None)
+    f = MG.KillDuringBackup(c, [c.topology.node("data3")])
+    with pytest.raises(FaultNotEffective, match="neither completed nor aborted in the cluster log of mgm1"):
+        f.inject()
+
+
+def test_a_kill_during_a_backup_needs_a_cluster_log(monkeypatch):
+    c, _, killed = backup_cluster(monkeypatch, None)
+    del c.engine.cluster_log_follower
+    f = MG.KillDuringBackup(c, [c.topology.node("data3")])
+    with pytest.raises(FaultUnsupported):
+        f.inject()
+    assert c.engine.sent == [] and killed == []

@@ -289,3 +289,19 @@ def test_a_command_that_never_returns_is_cut_locally():
     with pytest.raises(NdbChaosError, match="did not answer within 1 s"):
         remote.host.backend.run_local("sleep 30")
     assert time.monotonic() - t0 < 5
+
+
+def test_a_process_gone_between_the_search_and_ps_is_searched_again(local_node, tmp_path):
+    # ndbmtd starting: the process first found forks the angel and exits, so ps may find none of
+    # the pids the search gave. Here ps misses once; the node must not read as exited for it.
+    h = local_node
+    h.start()
+    assert wait_state(h, "running")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ps").write_text(f'#!/bin/sh\nif [ ! -f {fake}/missed ]; then touch {fake}/missed; exit 1; fi\n'
+                             'exec /bin/ps "$@"\n')
+    (fake / "ps").chmod(0o755)
+    h.env = {"PATH": f"{fake}:/usr/bin:/bin"}
+    h.reload()
+    assert (fake / "missed").exists() and h.status == "running" and len(h.procs) == 2

@@ -62,3 +62,16 @@ def test_follow_incrementally_with_partial_lines_and_rotation(tmp_path):
     path.write_text(LINE1 * 5)
     evs = f.poll()
     assert [e["kind"] for e in evs] == ["node_disconnected"] * 5
+
+
+def test_seek_end_skips_what_the_log_held(tmp_path):
+    cl, path = make(tmp_path)
+    f = ClusterLogFollower(cl, path=str(path))
+    f.seek_end()  # no file yet: read it from its start once it exists
+    assert f.offset == 0 and not f.errors
+    path.write_text(LINE1 * 3)
+    f.seek_end()
+    assert f.offset == len(LINE1) * 3 and f.poll() == []
+    with open(path, "a") as fh:
+        fh.write(LINE2)
+    assert [e["kind"] for e in f.poll()] == ["node_failure_completed"]

@@ -39,6 +39,22 @@ class ClusterLogFollower:
         self._parser = ndb_events.NdbLogParser(keep_other=keep_other)
         self.errors: list[str] = []
 
+    def seek_end(self, timeout: float = 10) -> None:
+        """Skip what the log holds now: the next ``poll`` returns only what is appended later."""
+        try:
+            c = self.cluster.container(self.node)
+        except Exception as e:
+            self.errors.append(str(e))
+            return
+        code, out = runtime.exec_in(c, ["sh", "-c", 'stat -c "%i %s" "$0"', self.path], timeout=timeout)
+        try:
+            inode, size = (int(x) for x in out.split())
+        except ValueError:
+            if code == 0:
+                self.errors.append(f"unexpected output: {out[:100]!r}")
+            return  # no file yet: read it from its start
+        self._inode, self.offset, self._partial = inode, size, ""
+
     def poll(self, timeout: float = 10) -> list[dict]:
         try:
             c = self.cluster.container(self.node)
