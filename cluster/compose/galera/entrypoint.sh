@@ -15,6 +15,12 @@ fi
 
 datadir=/var/lib/mysql
 mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+# A node killed during a state transfer leaves the SST scripts' pid files in its datadir. In a
+# container started again every pid comes from a fresh namespace, so the stale pid is soon
+# someone else's (often the new SST script's own): wsrep_sst_rsync then waits 30 s for a
+# "previous SST" that is itself, fails with 114 and the node aborts instead of rejoining.
+# Nothing of the previous start can be alive here, so the files are stale by construction.
+rm -f "$datadir/wsrep_sst.pid" "$datadir/rsync_sst.pid" "$datadir/stunnel.pid"
 if [ ! -d "$datadir/mysql" ]; then
   mariadb-install-db --user=mysql --datadir="$datadir" --skip-test-db \
     --auth-root-authentication-method=socket --wsrep-on=OFF > /tmp/install-db.log 2>&1 \
