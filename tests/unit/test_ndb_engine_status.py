@@ -336,3 +336,14 @@ def test_a_stale_monitoring_connection_is_replaced_not_reported():
     opened.clear()
     out = e.monitor_query(node, lambda cur: {"nodes": [11]})
     assert "timed out" in out["error"] and opened == []
+
+
+def test_status_probes_ask_each_management_server_once():
+    # ndb_mgm retries a refused connection 12 x 5 s by default: a status sample that reached a
+    # management server just killed (its host still up) waited out its timeout instead of moving on
+    cl = make()
+    calls = []
+    eng = engine(cl, show_text({}), calls=calls)
+    eng.mgm_report(cl)
+    script = " ".join(calls[0][1])
+    assert script.count("ndb_mgm ") == 2 and script.count("--connect-retries=1") == 2, script

@@ -21,6 +21,13 @@ log = logging.getLogger("ndbchaos")
 
 #: the management client, run inside a management node's container
 MGM_CLIENT = ["ndb_mgm", "-c", "127.0.0.1:1186"]
+#: the same for a probe (status, readiness): one connection attempt. ndb_mgm's default retries a
+#: refused connection 12 times, 5 s apart (9.7.2 --help), and a probe is always polled again, so
+#: a management server that is not there now must not cost a minute. On a host that outlives its
+#: ndb_mgmd (the inventory backend) a status read caught running when the server was killed
+#: otherwise spent 12 s retrying, and that fault's window had no status sample at all.
+#: (--connect-retries=0 means "retry for ever", measured.)
+PROBE_MGM_CLIENT = [*MGM_CLIENT, "--connect-retries=1"]
 
 #: Cluster log levels of ndb_mgmd. They are not config.ini parameters: ndb_mgmd starts with 7 for
 #: every category, ERROR 15, CONNECTION 8, BACKUP 15 (MgmtSrvr.cpp constructor), which hides the
@@ -95,7 +102,7 @@ class LifecycleMixin:
 
         def answers():
             self._raise_if_exited(cluster, node)
-            code, out = self._exec(cluster, node, MGM_CLIENT + ["-e", "show"], timeout=10)
+            code, out = self._exec(cluster, node, PROBE_MGM_CLIENT + ["-e", "show"], timeout=10)
             last[0] = (out.strip().splitlines() or [""])[-1]
             return code == 0 and "Cluster Configuration" in out
 

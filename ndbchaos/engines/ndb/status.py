@@ -14,7 +14,7 @@ from ... import runtime
 from ... import topology as TP
 from ..base import ClusterStatus, NodeStatus
 from . import ndbinfo
-from .lifecycle import MGM_CLIENT
+from .lifecycle import PROBE_MGM_CLIENT
 from .mgm import MgmReport, parse_mgm, parse_show
 from .rules import arbitrator_candidates
 
@@ -197,7 +197,7 @@ class StatusMixin:
 
     def mgm_report(self, cluster) -> tuple[MgmReport | None, str | None]:
         """SHOW + ALL STATUS from the first management node that answers, parsed together."""
-        script = " ".join(MGM_CLIENT) + " -e show; echo; " + " ".join(MGM_CLIENT) + " -e 'all status'"
+        script = " ".join(PROBE_MGM_CLIENT) + " -e show; echo; " + " ".join(PROBE_MGM_CLIENT) + " -e 'all status'"
         for n in sorted(cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0):
             try:
                 if runtime.container_state(cluster.container(n)) != "running":
