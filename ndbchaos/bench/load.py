@@ -156,7 +156,8 @@ def _driver_line(cfg: BenchConfig, out) -> str:
         if why is not None:
             out(f"bench: our client: the Python driver (native driver unavailable for {test}: {why})")
             return "python"
-    out(f"bench: our client: the native driver ({library_path()}, libmariadb, prepared statements)")
+    out(f"bench: our client: the native driver ({library_path()}; libmariadb connects and prepares, each "
+        "execution on the binary protocol)")
     return "native"
 
 

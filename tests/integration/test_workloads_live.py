@@ -21,10 +21,14 @@ pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 SECONDS = 4
 
 
-def _run(cluster, workload, seconds=SECONDS):
-    eps = [Endpoint(n.name, n.sql_port) for n in sorted(cluster.topology.sql_nodes, key=lambda n: n.name)]
+def _endpoints(cluster):
+    return [Endpoint(n.name, n.sql_port) for n in sorted(cluster.topology.sql_nodes, key=lambda n: n.name)]
+
+
+def _run(cluster, workload, seconds=SECONDS, driver="python", eps=None):
+    eps = eps or _endpoints(cluster)
     runner = WorkloadRunner(workload, eps, cluster.clock, processes=2, connections=len(eps),
-                            options=ClientOptions(engine=cluster.engine.name, seed=7))
+                            options=ClientOptions(engine=cluster.engine.name, seed=7, driver=driver))
     runner.setup(eps[0], cluster.engine.table_engine)
     runner.start()
     try:
@@ -34,13 +38,16 @@ def _run(cluster, workload, seconds=SECONDS):
     return eps, list(history)
 
 
-def _query(cluster, sql):
-    node = sorted(cluster.topology.sql_nodes, key=lambda n: n.name)[-1]
-    conn = connect(node.sql_port, "chaos", "chaos", "ndbchaos", read_timeout=30)
+def _query(cluster, sql, port=None):
+    port = port or sorted(cluster.topology.sql_nodes, key=lambda n: n.name)[-1].sql_port
+    conn = connect(port, "chaos", "chaos", "ndbchaos", read_timeout=30)
     try:
         cur = conn.cursor()
         cur.execute(sql)
-        return cur.fetchall()
+        rows = cur.fetchall() if cur.with_rows else []
+        if not conn.autocommit:
+            conn.commit()
+        return rows
     finally:
         conn.close()
 
@@ -82,3 +89,67 @@ def test_oltp_read_write_on_every_sql_node(cluster):
     # delete+insert of the same id in one transaction: committed or not, the row count holds
     (n,), = _query(cluster, "SELECT COUNT(*) FROM sbtest1")
     assert n == 2000
+
+
+# -- the native driver (its own binary protocol per statement) against the real server ------------
+
+def _native_or_skip():
+    from ndbchaos.workload import native
+    try:
+        native.build()
+        native.load()
+    except native.NativeUnavailable as e:
+        pytest.skip(f"native driver not buildable here: {e}")
+
+
+def test_native_driver_reads_and_updates_on_every_sql_node(cluster):
+    """Point selects that find a row and that find none, then updates by primary key, through
+    the native driver on every SQL node: every statement succeeds, and each acknowledged update
+    left one of the workload's strings in its row."""
+    _native_or_skip()
+    table, n = "sbtest_native", 300
+    eps = _endpoints(cluster)
+    WorkloadRunner(get_workload("oltp_point_select", table=table, table_size=n), eps, cluster.clock,
+                   options=ClientOptions(engine=cluster.engine.name)).setup(eps[0], cluster.engine.table_engine)
+    _query(cluster, f"DELETE FROM {table} WHERE id % 3 = 0")  # a third of the ids find no row
+    # rows beyond the workload's ids, which no statement may change
+    _query(cluster, f"INSERT INTO {table} (id, k, c, pad) VALUES "
+                    + ",".join(f"({n + i}, 0, 'beyond-{i}', '')" for i in range(1, 21)))
+    eps, ops = _run(cluster, get_workload("oltp_point_select", table=table, table_size=n, create=False),
+                    driver="native")
+    _check_ok_on_every_node(eps, ops, ("point_select",))
+    assert all(o.type == "ok" for o in ops), [o.error for o in ops if o.type != "ok"][:3]
+    assert {o.value % 3 for o in ops} == {0, 1, 2}  # missing rows were asked for too
+    before = dict(_query(cluster, f"SELECT id, c FROM {table}"))
+    upd = get_workload("oltp_update_non_index", table=table, table_size=n, create=False)
+    eps, ops = _run(cluster, upd, driver="native")
+    _check_ok_on_every_node(eps, ops, ("update_non_index",))
+    pool = set(upd._c_str)
+    after = dict(_query(cluster, f"SELECT id, c FROM {table}"))
+    acked = {o.value for o in ops if o.type == "ok" and o.value in before}
+    assert acked and all(after[i] in pool for i in acked)
+    assert sum(after[i] != before[i] for i in acked) >= 0.9 * len(acked)
+    assert all(after[n + i] == f"beyond-{i}" for i in range(1, 21))  # no other row changed
+
+
+def test_native_driver_reports_a_statements_error_as_the_server_words_it(cluster):
+    """An update the server refuses at execution (strict mode: a 120-character string into
+    CHAR(10)) fails with the server's error number and text, the same as through the Python
+    client, and as a definite failure (the statement took no effect)."""
+    _native_or_skip()
+    eps = _endpoints(cluster)[:1]
+    table, n = "sbtest_narrow", 50
+    _query(cluster, f"DROP TABLE IF EXISTS {table}", eps[0].port)
+    _query(cluster, f"CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL DEFAULT 0, "
+                    f"c CHAR(10) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '') "
+                    f"ENGINE={cluster.engine.table_engine}", eps[0].port)
+    _query(cluster, f"INSERT INTO {table} (id) VALUES " + ",".join(f"({i})" for i in range(1, n + 1)),
+           eps[0].port)
+    errors = {}
+    for driver in ("native", "python"):
+        wl = get_workload("oltp_update_non_index", table=table, table_size=n, create=False)
+        _, ops = _run(cluster, wl, seconds=1.5, driver=driver, eps=eps)
+        assert ops and all(o.type == "fail" for o in ops), [(o.type, o.error) for o in ops[:3]]
+        errors[driver] = {(o.error.errno, o.error.message, o.error.cls) for o in ops}
+    assert errors["native"] == errors["python"] == {(1406, "Data too long for column 'c' at row 1", "permanent")}
+    _query(cluster, f"DROP TABLE {table}", eps[0].port)

@@ -16,14 +16,6 @@ from ndbchaos.workload import native as N
 from ndbchaos.workload import runner as R
 
 
-@pytest.fixture(scope="module")
-def lib():
-    try:
-        N.build()
-        return N.load()
-    except N.NativeUnavailable as e:
-        pytest.skip(f"native driver not buildable here: {e}")
-
 
 def test_plan_takes_the_single_statement_oltp_events_with_the_python_statements():
     for name, op, sql, write in (
@@ -66,18 +58,18 @@ def test_missing_build_is_reported_in_one_line(monkeypatch, tmp_path):
     assert "\n" not in N.supported(get_workload("oltp_point_select"))
 
 
-def test_the_struct_matches_the_c_layout_and_ids_are_uniform_over_the_table(lib):
-    assert lib.ndc_struct_size() == ctypes.sizeof(N.Ndc)
+def test_the_struct_matches_the_c_layout_and_ids_are_uniform_over_the_table(native_lib):
+    assert native_lib.ndc_struct_size() == ctypes.sizeof(N.Ndc)
     s = N.Ndc()
     s.n = 7
-    lib.ndc_seed(ctypes.byref(s), 42)
-    draws = [lib.ndc_draw(ctypes.byref(s)) for _ in range(7000)]
+    native_lib.ndc_seed(ctypes.byref(s), 42)
+    draws = [native_lib.ndc_draw(ctypes.byref(s)) for _ in range(7000)]
     assert set(draws) == set(range(1, 8))
     assert all(600 < draws.count(i) < 1400 for i in range(1, 8))
     s2 = N.Ndc()
     s2.n = 7
-    lib.ndc_seed(ctypes.byref(s2), 42)
-    assert [lib.ndc_draw(ctypes.byref(s2)) for _ in range(100)] == draws[:100]
+    native_lib.ndc_seed(ctypes.byref(s2), 42)
+    assert [native_lib.ndc_draw(ctypes.byref(s2)) for _ in range(100)] == draws[:100]
 
 
 def test_a_folded_batch_equals_the_same_ops_recorded_one_by_one():
@@ -125,7 +117,7 @@ def _run(name, endpoints, seconds=0.3, **opts):
 
 
 @pytest.mark.parametrize("name", ["oltp_point_select", "oltp_update_non_index"])
-def test_connect_refused_is_a_recorded_failure_never_an_indeterminate_write(lib, name):
+def test_connect_refused_is_a_recorded_failure_never_an_indeterminate_write(native_lib, name):
     count, ops, live = _run(name, [R.Endpoint("a", _closed_port())])
     assert count == 0 and len(ops) >= 3 and live == [-1.0]
     for o in ops:
@@ -135,7 +127,7 @@ def test_connect_refused_is_a_recorded_failure_never_an_indeterminate_write(lib,
     assert len({o.value for o in ops}) > 1  # every attempt is a new op (no retries asked)
 
 
-def test_failover_and_retries_on_refused_connections(lib):
+def test_failover_and_retries_on_refused_connections(native_lib):
     eps = [R.Endpoint("a", _closed_port()), R.Endpoint("b", _closed_port())]
     _, ops, _ = _run("oltp_point_select", eps, failover=True, retries=1)
     assert [o.node for o in ops[:4]] == ["b", "a", "b", "a"]  # slot 1 starts on the second

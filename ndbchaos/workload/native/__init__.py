@@ -1,5 +1,6 @@
-"""The native client driver: each connection's loop in C (``ndc.c``, against libmariadb), the
-recording in bulk in Python.
+"""The native client driver: each connection's loop in C (``ndc.c``: libmariadb connects,
+authenticates and prepares; each execution is the loop's own COM_STMT_EXECUTE and one blocking
+read of the reply on that socket), the recording in bulk in Python.
 
 Selected by ``ClientOptions.driver = "native"`` (default ``"python"``). Supported workloads
 (``supported``): the single-statement oltp events ``oltp_point_select``
@@ -12,7 +13,8 @@ Python client, after one log line saying why.
 What stays as in the Python client loop (``runner._connection_loop``): the same statements with
 the same parameter distribution (ids uniform over ``1..table_size`` from a per-connection seeded
 generator; the new ``c`` one of the workload's 1024 sysbench strings, drawn uniformly), connect /
-read / write timeouts on every statement (whole seconds, as the connector), autocommit, the
+read / write timeouts on every statement (whole seconds, as the connector; SO_RCVTIMEO /
+SO_SNDTIMEO on the socket), autocommit, the
 recorded op (process, f, value = the row id, ok / fail / info, run-clock start and end from
 CLOCK_MONOTONIC minus ``mono0``, node, errno / engine code / class / message for failures),
 classification of every failure by ``ndbchaos.classify`` (in Python: the C loop returns on each
@@ -46,7 +48,7 @@ from array import array
 log = logging.getLogger("ndbchaos")
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ndc.c")
-ABI_VERSION = 1  # NDC_VERSION in ndc.c
+ABI_VERSION = 2  # NDC_VERSION in ndc.c
 BATCH = 4096  # ops per ndc_run call at most (the Python thread folds them, then calls again)
 
 OP_SELECT_ROWS, OP_UPDATE_STR_ID, OP_UPDATE_ID = 0, 1, 2
@@ -178,9 +180,7 @@ class Ndc(ctypes.Structure):
         ("cur_id", ctypes.c_int64),
         ("cur_c", ctypes.c_int32), ("cur_retried", ctypes.c_int32),
         ("my", ctypes.c_void_p), ("st", ctypes.c_void_p),
-        ("row_buf", ctypes.c_char * 512), ("str_buf", ctypes.c_char * 512),
-        ("row_len", ctypes.c_ulong), ("str_len", ctypes.c_ulong),
-        ("row_null", ctypes.c_char), ("row_err", ctypes.c_char),
+        ("w", ctypes.c_void_p),
     ]
 
 
