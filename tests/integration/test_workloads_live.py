@@ -105,12 +105,22 @@ def _native_or_skip():
         pytest.skip(f"native driver not buildable here: {e}")
 
 
-def test_native_driver_reads_and_updates_on_every_sql_node(cluster):
+@pytest.fixture
+def dropped_after(cluster):
+    """Names of the tables a test makes; each is dropped after the test, whatever its outcome."""
+    tables = []
+    yield tables
+    for t in tables:
+        _query(cluster, f"DROP TABLE IF EXISTS {t}")
+
+
+def test_native_driver_reads_and_updates_on_every_sql_node(cluster, dropped_after):
     """Point selects that find a row and that find none, then updates by primary key, through
     the native driver on every SQL node: every statement succeeds, and each acknowledged update
     left one of the workload's strings in its row."""
     _native_or_skip()
     table, n = "sbtest_native", 300
+    dropped_after.append(table)
     eps = _endpoints(cluster)
     WorkloadRunner(get_workload("oltp_point_select", table=table, table_size=n), eps, cluster.clock,
                    options=ClientOptions(engine=cluster.engine.name)).setup(eps[0], cluster.engine.table_engine)
@@ -135,13 +145,14 @@ def test_native_driver_reads_and_updates_on_every_sql_node(cluster):
     assert all(after[n + i] == f"beyond-{i}" for i in range(1, 21))  # no other row changed
 
 
-def test_native_driver_reports_a_statements_error_as_the_server_words_it(cluster):
+def test_native_driver_reports_a_statements_error_as_the_server_words_it(cluster, dropped_after):
     """An update the server refuses at execution (strict mode: a 120-character string into
     CHAR(10)) fails with the server's error number and text, the same as through the Python
     client, and as a definite failure (the statement took no effect)."""
     _native_or_skip()
     eps = _endpoints(cluster)[:1]
     table, n = "sbtest_narrow", 50
+    dropped_after.append(table)
     _query(cluster, f"DROP TABLE IF EXISTS {table}", eps[0].port)
     _query(cluster, f"CREATE TABLE {table} (id INT NOT NULL PRIMARY KEY, k INT NOT NULL DEFAULT 0, "
                     f"c CHAR(10) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '') "
@@ -155,4 +166,3 @@ def test_native_driver_reports_a_statements_error_as_the_server_words_it(cluster
         assert ops and all(o.type == "fail" for o in ops), [(o.type, o.error) for o in ops[:3]]
         errors[driver] = {(o.error.errno, o.error.message, o.error.cls) for o in ops}
     assert errors["native"] == errors["python"] == {(1406, "Data too long for column 'c' at row 1", "permanent")}
-    _query(cluster, f"DROP TABLE {table}", eps[0].port)
