@@ -7,7 +7,6 @@ Docker engine fails these tests instead of skipping them (the ``docker`` marker)
 
 from __future__ import annotations
 
-import os
 import time
 from collections import Counter
 
@@ -94,17 +93,6 @@ def test_oltp_read_write_on_every_sql_node(cluster):
 
 # -- the native driver (its own binary protocol per statement) against the real server ------------
 
-def _native_or_skip():
-    from ndbchaos.workload import native
-    try:
-        native.build()
-        native.load()
-    except native.NativeUnavailable as e:
-        if os.environ.get("CI") == "true":  # setup builds it
-            pytest.fail(f"native driver not buildable under CI: {e}")
-        pytest.skip(f"native driver not buildable here: {e}")
-
-
 @pytest.fixture
 def dropped_after(cluster):
     """Names of the tables a test makes; each is dropped after the test, whatever its outcome."""
@@ -114,11 +102,10 @@ def dropped_after(cluster):
         _query(cluster, f"DROP TABLE IF EXISTS {t}")
 
 
-def test_native_driver_reads_and_updates_on_every_sql_node(cluster, dropped_after):
+def test_native_driver_reads_and_updates_on_every_sql_node(cluster, dropped_after, native_lib):
     """Point selects that find a row and that find none, then updates by primary key, through
     the native driver on every SQL node: every statement succeeds, and each acknowledged update
     left one of the workload's strings in its row."""
-    _native_or_skip()
     table, n = "sbtest_native", 300
     dropped_after.append(table)
     eps = _endpoints(cluster)
@@ -145,11 +132,10 @@ def test_native_driver_reads_and_updates_on_every_sql_node(cluster, dropped_afte
     assert all(after[n + i] == f"beyond-{i}" for i in range(1, 21))  # no other row changed
 
 
-def test_native_driver_reports_a_statements_error_as_the_server_words_it(cluster, dropped_after):
+def test_native_driver_reports_a_statements_error_as_the_server_words_it(cluster, dropped_after, native_lib):
     """An update the server refuses at execution (strict mode: a 120-character string into
     CHAR(10)) fails with the server's error number and text, the same as through the Python
     client, and as a definite failure (the statement took no effect)."""
-    _native_or_skip()
     eps = _endpoints(cluster)[:1]
     table, n = "sbtest_narrow", 50
     dropped_after.append(table)

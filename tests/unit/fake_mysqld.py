@@ -85,8 +85,11 @@ class FakeMysqld:
             threading.Thread(target=self._serve, args=(c, n), daemon=True).start()
 
     @staticmethod
-    def _send(c, seq: int, payload: bytes) -> int:
-        c.sendall(struct.pack("<I", len(payload))[:3] + bytes((seq & 0xff,)) + payload)
+    def _frame(seq: int, payload: bytes) -> bytes:
+        return struct.pack("<I", len(payload))[:3] + bytes((seq & 0xff,)) + payload
+
+    def _send(self, c, seq: int, payload: bytes) -> int:
+        c.sendall(self._frame(seq, payload))
         return seq + 1
 
     @staticmethod
@@ -195,9 +198,7 @@ class FakeMysqld:
             packets = self._result(0, with_meta)
         else:
             packets = self._result(1, with_meta)
-        data = b""
-        for seq, p in enumerate(packets, start=1):
-            data += struct.pack("<I", len(p))[:3] + bytes((seq & 0xff,)) + p
+        data = b"".join(self._frame(seq, p) for seq, p in enumerate(packets, start=1))
         if what == "bytewise":
             for i in range(len(data)):
                 c.sendall(data[i:i + 1])

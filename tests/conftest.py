@@ -1,4 +1,4 @@
-"""Fixtures shared by unit tests."""
+"""Fixtures shared by the unit and the integration tests."""
 
 import os
 
