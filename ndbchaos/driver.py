@@ -60,6 +60,21 @@ class Scenario:
             return None
         return f"{self.name} is for {', '.join(self.engines)} only: {self.elsewhere or 'no such fault on ' + engine}"
 
+    def route(self, cluster) -> bool:
+        """Whether its clients go through toxiproxy on ``cluster`` (``via_proxy`` resolved): its
+        fault acts on the clients' path, which reaches only clients that go through the proxy."""
+        return bool(self.via_proxy(cluster) if callable(self.via_proxy) else self.via_proxy)
+
+    def why_not_on(self, cluster) -> str | None:
+        """Why this scenario cannot be played on ``cluster`` (None: it can): it is not for the
+        cluster's engine, or its clients must go through a toxiproxy, which only the container
+        backend places in front of the SQL nodes."""
+        why = self.skip_reason(cluster.engine.name)
+        if why is None and self.route(cluster) and cluster.backend != "docker":
+            why = (f"{self.name}: its clients go through a toxiproxy in front of the SQL nodes, which only the "
+                   f"container backend places (not an inventory's hosts)")
+        return why
+
     def __repr__(self) -> str:
         # what pytest and the Allure report show as the parameter: the name, stable from run to
         # run (the default repr holds the fault function's address, which would give every run

@@ -85,6 +85,7 @@ class ScenarioRun:
         self.client.engine = eng.name
         self.client.user, self.client.password, self.client.database = eng.sql_user, eng.sql_password, eng.sql_database
         self.client.seed = self.seed
+        self.via_proxy = bool(via_proxy)  # the clients' route (in the record): a client-path fault acts on no other
         if via_proxy:  # clients go through toxiproxy (the client-path overlay)
             from .faults import toxiproxy
             self.endpoints = [Endpoint(name, port) for name, port in toxiproxy.proxy_ports(cluster).items()]
@@ -163,7 +164,8 @@ class ScenarioRun:
     # -- load ---------------------------------------------------------------------------------
     def start_load(self) -> None:
         with report.step(f"start {self.workload.name} load: {self.runner.processes} processes x "
-                         f"{self.runner.connections} connections over {', '.join(e.node for e in self.endpoints)}"):
+                         f"{self.runner.connections} connections over {', '.join(e.node for e in self.endpoints)}"
+                         + (" (through toxiproxy)" if self.via_proxy else "")):
             st = self.cluster.status()
             self.status_before = st.to_dict()
             report.attach_json(self.status_before, "node states before")
@@ -227,7 +229,7 @@ class ScenarioRun:
         return _plain({
             "version": 1, "engine": self.cluster.engine.name, "project": self.cluster.project, "title": self.title,
             "seed": self.seed, "scenario": self.scenario, "topology": self.cluster.topology.to_dict(),
-            "expectation": exp,
+            "via_proxy": self.via_proxy, "expectation": exp,
             "windows": [w.to_dict() for w in self.cluster.journal.windows(since=self.t0)],
             "phases": self.phases, "marks": self.marks, "check_options": self.check_options,
             "cluster_samples": [_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],

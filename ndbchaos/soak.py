@@ -9,7 +9,15 @@ how long it is held, and a duration:
          menu=(kill_one_data_node, freeze_one_data_node, kill_arbitrator, ...),
          pause_s=(5, 15), hold_s=(3, 8))
 
-``schedule(soak, seed, engine)`` is the sequence of faults a seed gives: which declaration, its
+``menu_on(soak, cluster)`` is what the soak plays on a cluster (``Menu``): the declarations of
+its menu that can act there, those left out and why (not for the engine; clients through a
+toxiproxy on a backend that places none), and the clients' route: through the proxies when a
+declaration played needs its clients there (Galera's SQL node loss takes the proxy down: a
+client-path fault reaches only clients that go through it), as the ``play`` fixture does for
+one scenario; straight to the SQL nodes otherwise. The fixture makes the run with that route,
+``schedule`` draws from that menu, and ``play_soak`` refuses a run whose route differs.
+
+``schedule(soak, seed, cluster)`` is the sequence of faults a seed gives: which declaration, its
 pause and hold, and the seed its targets are drawn with. The same seed gives the same schedule
 (the targets follow from it and the cluster's layout). ``play_soak`` starts the load, then plays
 the schedule one fault at a time, each healed and the cluster healthy again before the next
@@ -58,9 +66,47 @@ class Soak:
     def __repr__(self) -> str:  # the test parameter and Allure's: the name, stable from run to run
         return self.name
 
-    def menu_for(self, engine: str) -> list[Scenario]:
-        """The declarations that mean something on ``engine`` (in menu order)."""
-        return [sc for sc in self.menu if sc.skip_reason(engine) is None]
+
+@dataclass(frozen=True)
+class LeftOut:
+    scenario: str  # a declaration of the soak's menu
+    why: str  # why it cannot act on this cluster (``Scenario.why_not_on``)
+
+
+@dataclass(frozen=True)
+class Menu:
+    """What a soak plays on one cluster (``menu_on``)."""
+    scenarios: tuple[Scenario, ...]  # the declarations drawn from, in menu order
+    left_out: tuple[LeftOut, ...]  # the others, each with why
+    via_proxy: bool  # the clients go through toxiproxy: a declaration played needs them there
+
+    @property
+    def names(self) -> list[str]:
+        return [sc.name for sc in self.scenarios]
+
+    @property
+    def route(self) -> str:
+        return "through toxiproxy" if self.via_proxy else "straight to the SQL nodes"
+
+
+def menu_on(soak: Soak, cluster) -> Menu:
+    """The declarations of ``soak`` that can act on ``cluster``, those left out (each with why),
+    and the route of the soak's clients: through the proxies when any declaration played has its
+    clients there in its own scenario (``Scenario.route``), else direct. The one decision the
+    fixture (the run's route), ``schedule`` and ``play_soak`` all take; a soak none of whose
+    faults can act here is a UsageError that says why for each."""
+    played, left = [], []
+    for sc in soak.menu:
+        why = sc.why_not_on(cluster)
+        if why is None:
+            played.append(sc)
+        else:
+            left.append(LeftOut(sc.name, why))
+    if not played:
+        from .errors import UsageError
+        raise UsageError(f"soak {soak.name}: no fault of its menu runs on this {cluster.engine.name} cluster "
+                         f"({cluster.backend} backend): " + "; ".join(x.why for x in left))
+    return Menu(tuple(played), tuple(left), any(sc.route(cluster) for sc in played))
 
 
 @dataclass(frozen=True)
@@ -76,15 +122,12 @@ class Step:
                 "seed": self.seed}
 
 
-def schedule(soak: Soak, seed: int, engine: str) -> Iterator[Step]:
-    """The endless seeded sequence of faults of ``soak`` on ``engine``: the same seed, the same
-    sequence. Every kind of the menu comes once, in a seeded order, before any comes again (so a
-    short soak still sees each kind), and the same kind never twice in a row when there are
-    others."""
-    menu = [sc.name for sc in soak.menu_for(engine)]
-    if not menu:
-        from .errors import UsageError
-        raise UsageError(f"soak {soak.name}: no fault of its menu runs on {engine}")
+def schedule(soak: Soak, seed: int, cluster) -> Iterator[Step]:
+    """The endless seeded sequence of faults of ``soak`` on ``cluster`` (its menu there:
+    ``menu_on``): the same seed, the same sequence. Every kind of the menu comes once, in a
+    seeded order, before any comes again (so a short soak still sees each kind), and the same
+    kind never twice in a row when there are others."""
+    menu = menu_on(soak, cluster).names
     rng = random.Random(f"ndbchaos-soak:{soak.name}:{seed}")
     index, last = 0, None
     while True:
@@ -104,12 +147,23 @@ def play_soak(run, soak: Soak, duration_s: float):
     returns the Result. A fault begins only while its pause ends within the duration; the last
     one is healed and recovered even if that takes the run past it."""
     cluster = run.cluster
-    engine = cluster.engine.name
-    menu = {sc.name: sc for sc in soak.menu_for(engine)}
-    steps = schedule(soak, run.seed, engine)
+    on = menu_on(soak, cluster)
+    if run.via_proxy != on.via_proxy:
+        from .errors import UsageError
+        raise UsageError(f"soak {soak.name}: its menu here needs the clients {on.route}, the run has them "
+                         f"{'through toxiproxy' if run.via_proxy else 'straight to the SQL nodes'} "
+                         f"(make the run with via_proxy=menu_on(soak, cluster).via_proxy)")
+    menu = {sc.name: sc for sc in on.scenarios}
+    steps = schedule(soak, run.seed, cluster)
     played: list[dict] = []
     run.soak = {"name": soak.name, "duration_s": duration_s, "seed": run.seed, "menu": sorted(menu),
-                "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s), "schedule": played}
+                "left_out": [{"scenario": x.scenario, "why": x.why} for x in on.left_out],
+                "via_proxy": on.via_proxy, "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s),
+                "schedule": played}
+    run.measure("clients", on.route, note="through the proxies when a fault of the menu acts on the clients' path "
+                "(it reaches only clients that go through them)")
+    if on.left_out:
+        run.measure("left out of the menu", len(on.left_out), note="; ".join(x.why for x in on.left_out))
     probe = MemoryProbe(run.clock, run.runner.worker_pids)
     with run.phase("baseline", f"steady {run.workload.name} load"):
         run.start_load()
@@ -211,5 +265,5 @@ def memory_growth(samples: list[dict], after_s: float = 60.0, key: str = "contro
             "growth_pct": round(100.0 * (last[key] - first[key]) / first[key], 1)}
 
 
-__all__ = ["AFTER_S", "HOLD_S", "MemoryProbe", "PAUSE_S", "SOAK_S", "Soak", "Step", "memory_growth",
-           "play_soak", "rss_mb", "schedule"]
+__all__ = ["AFTER_S", "HOLD_S", "LeftOut", "MemoryProbe", "Menu", "PAUSE_S", "SOAK_S", "Soak", "Step",
+           "memory_growth", "menu_on", "play_soak", "rss_mb", "schedule"]

@@ -6,8 +6,10 @@ faults plays out, each healed and the cluster healthy again before the next (``n
 
 The menu is the catalogue's own declarations, so each fault of the schedule is judged against
 the engine's expectation for it exactly as the scenario of that name is; the whole history is
-judged once more at the end (no acknowledged write lost, errors of the allowed classes). Marked
-``slow`` too, so the default run (``-m "not slow"``) leaves it out.
+judged once more at the end (no acknowledged write lost, errors of the allowed classes). Each
+fault reaches the load as in its own scenario (``ndbchaos.soak.menu_on``): on Galera the SQL node
+loss takes a toxiproxy proxy down, so the soak's clients go through the proxies. Marked ``slow``
+too, so the default run (``-m "not slow"``) leaves it out.
 """
 
 from __future__ import annotations

@@ -45,6 +45,13 @@ samples with the expectation (``Engine.expectation`` / ``partition_outcome``):
 SQL nodes in ``affected`` have no requirement while the fault is in place (a client-path fault
 disturbs its target's clients by design).
 
+* ``fault reached the clients``: a client-path fault (a window with ``client_path``: toxiproxy)
+  acts only on clients that go through the proxy. When the record says the clients did not
+  (``via_proxy`` false), the fault never reached them: the run did not test what it declared, so
+  this objective is missed and the objectives about its targets' clients (stops serving, clients
+  served again, latency) are not judged. A record without ``via_proxy`` (written before it was
+  recorded) is judged as before.
+
 Valid: False when an objective is missed, "unknown" when one cannot be judged from the record
 (e.g. no status sample), else True. ``details["objectives"]`` lists every objective with its
 measured value and bound.
@@ -163,6 +170,22 @@ def _failover(fr: Frame, fo: dict, fault, heal) -> dict:
                 f"({len(per)} client(s))")
 
 
+def unreached(run: dict) -> list[dict]:
+    """The client-path fault windows of ``run`` that never reached its clients: the clients did
+    not go through the proxies (``via_proxy`` false). Empty when they did, or when the record
+    does not say."""
+    if run.get("via_proxy") is not False:
+        return []
+    return [w for w in run.get("windows") or [] if w.get("client_path")]
+
+
+def _reached(windows: list[dict]) -> dict:
+    faults = ", ".join(f"{w.get('kind')} on {', '.join(w.get('targets') or [])}" for w in windows)
+    return _obj("fault reached the clients", False, "never", None,
+                f"{faults}: a fault on the clients' path through toxiproxy, but the clients of this run connected "
+                "to the SQL nodes directly, so it never reached them: the run did not test what it declared")
+
+
 def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) -> Verdict:
     """``availability``: the details of the availability verdict of the same history (its
     per-node longest outages are the figures judged here, so the report shows one number)."""
@@ -172,6 +195,11 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
     det = float(exp["detection_bound_s"])
     fault, in_place, heal = marks.get("fault"), marks.get("in_place"), marks.get("heal")
     objectives = []
+    missed_path = unreached(run)
+    if missed_path:
+        objectives.append(_reached(missed_path))
+    # what the targets' clients must have seen cannot be judged on clients the fault never reached
+    untouched = {t for w in missed_path for t in w.get("targets") or []}
 
     if exp.get("engine_reacts", True) and exp["cluster_survives"]:
         objectives.append(_within("detection", in_place, marks.get("reacted"), det,
@@ -190,7 +218,7 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
                                "expected to keep serving: longest time without a successful operation"
                                + (" (0: no outage at all, as the availability checker counts them)"
                                   if most == 0 else "")))
-    for node in exp.get("stopped_sql") or []:
+    for node in [n for n in exp.get("stopped_sql") or [] if n not in untouched]:
         if fault is None:
             objectives.append(_obj(f"stops serving {node}", UNKNOWN, None, None, "no fault mark"))
             continue
@@ -265,10 +293,10 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
                                   if short else "")))
 
     lat = exp.get("latency")
-    if lat:
+    if lat and lat["node"] not in untouched:
         objectives += _latency(fr, lat, in_place, heal)
     fo = exp.get("failover")
-    if fo and fo.get("nodes"):
+    if fo and fo.get("nodes") and not set(fo["nodes"]) <= untouched:
         # from the fault's start: a client can have moved before the kill was confirmed
         objectives.append(_failover(fr, fo, fault, heal))
 

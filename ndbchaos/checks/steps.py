@@ -19,7 +19,7 @@ def _step_run(run: dict, step: dict) -> dict:
     """The record a one-fault scenario would have had for this step."""
     t0, t1 = step["begin"], step["end"]
     inside = [e for e in run.get("events") or [] if e.get("t") is None or t0 - 1 <= e["t"] <= t1]
-    return {**{k: run.get(k) for k in ("version", "engine", "topology", "seed")},
+    return {**{k: run.get(k) for k in ("version", "engine", "topology", "seed", "via_proxy")},
             "expectation": step.get("expectation"), "marks": step.get("marks") or {},
             "windows": step.get("windows") or [], "check_options": step.get("check_options") or {},
             "cluster_samples": [s for s in run.get("cluster_samples") or [] if t0 <= s["t"] <= t1],

@@ -40,6 +40,8 @@ class FaultWindow:
     effective_at: float | None = None  # when the probe first saw it in effect
     healed_verified_at: float | None = None
     verification: list[str] = field(default_factory=list)
+    # between the clients and the SQL nodes (toxiproxy): it reaches only clients that go through the proxy
+    client_path: bool = False
 
     def to_dict(self) -> dict:
         return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -47,6 +49,7 @@ class FaultWindow:
 
 class Fault:
     kind = "fault"
+    client_path = False  # acts between the clients and the SQL nodes only (toxiproxy), not on the engine
 
     def __init__(self, cluster: "Cluster", targets, **params):
         """``targets``: nodes, node names, or selectors from ``ndbchaos.faults.targets``
@@ -61,7 +64,8 @@ class Fault:
         self.cluster = cluster
         self.targets = list(nodes)
         self.params = params
-        self.window = FaultWindow(self.kind, [t.name for t in self.targets], {**params, **selection})
+        self.window = FaultWindow(self.kind, [t.name for t in self.targets], {**params, **selection},
+                                  client_path=self.client_path)
         self.active = False
         self.detached = False
         # Blast radius: every target must carry the current run's project label.

@@ -265,3 +265,48 @@ def test_a_saved_run_gives_the_same_verdict_again():
     again = check_run(History.load(io.StringIO(buf.getvalue())))
     assert again == live and again["valid"] is True
     assert again["checks"]["errors"]["details"]["allowed_classes"] == ["temporary"]
+
+
+def _lost_sql_node(via_proxy, client_path=True):
+    """Galera's SQL node loss: sql1's proxy taken down from 10 to 18 s; ``via_proxy``: what the
+    record says of the clients' route (None: a record written before it said)."""
+    run = record(exp={"family": "sqlnode_loss", "engine_reacts": False, "serving": ["sql2"], "stopped_sql": ["sql1"],
+                      "failover": {"nodes": ["sql1"], "clients_fail_over": False, "bound_s": None}},
+                 details={"expected_events": []},
+                 windows=[{"kind": "proxy_down", "start": 10.0, "end": 18.0, "targets": ["sql1"],
+                           "client_path": client_path}])
+    if via_proxy is not None:
+        run["via_proxy"] = via_proxy
+    return run
+
+
+def test_a_client_path_fault_on_clients_that_did_not_go_through_the_proxy_never_reached_them():
+    # sql1's clients connected directly: they went on being served through the whole fault
+    v, objs = judge(history(), _lost_sql_node(via_proxy=False))
+    exp = v["checks"]["expectation"]
+    assert exp["valid"] is False
+    assert objs["fault reached the clients"]["valid"] is False
+    assert exp["summary"].startswith("fault reached the clients: never (proxy_down on sql1: ")
+    assert "never reached them: the run did not test what it declared" in exp["summary"]
+    # what those clients must have seen is not judged on clients the fault never reached
+    assert "stops serving sql1" not in objs and "clients served again" not in objs
+    assert "none found" not in exp["summary"]
+    assert objs["outage on sql2"]["valid"] is True and objs["recovery"]["valid"] is True
+
+
+def test_the_same_fault_on_clients_through_the_proxy_is_judged_on_what_they_saw():
+    # through the proxy, yet served during the fault: the SQL node did not stop serving its clients
+    v, objs = judge(history(), _lost_sql_node(via_proxy=True))
+    assert "fault reached the clients" not in objs
+    assert objs["stops serving sql1"]["valid"] is False
+    # through the proxy and cut off from 10 to 18 s: met
+    v, objs = judge(history(gap_on="sql1", gap=(10.0, 18.0)), _lost_sql_node(via_proxy=True))
+    assert objs["stops serving sql1"]["valid"] is True and "fault reached the clients" not in objs
+
+
+@pytest.mark.parametrize("via_proxy,client_path", [(None, True), (False, False)])
+def test_a_record_that_does_not_say_the_route_or_a_fault_on_the_engine_is_judged_as_before(via_proxy, client_path):
+    v, objs = judge(history(), _lost_sql_node(via_proxy=via_proxy, client_path=client_path))
+    assert "fault reached the clients" not in objs
+    assert objs["stops serving sql1"]["valid"] is False
+    assert "clients of sql1: none found in the history" in objs["clients served again"]["note"]

@@ -14,7 +14,7 @@ from ndbchaos.engines.base import ClusterStatus, Expectation
 from ndbchaos.errors import UsageError
 from ndbchaos.history import ErrorInfo, History
 from ndbchaos.scenario import ScenarioRun
-from ndbchaos.topology import DATA, SQL, Node, Topology
+from ndbchaos.topology import ARBITRATOR, DATA, PROXY, SQL, Node, Topology
 
 
 def _sc(name, engines=()):
@@ -25,27 +25,90 @@ MENU = (_sc("kill"), _sc("freeze"), _sc("stop"), _sc("ndb_only", engines=("ndb",
 SOAK = S.Soak("mixed", "t", MENU, pause_s=(5, 12), hold_s=(3, 8))
 
 
+def _topology(engine):
+    """The default layouts' SQL endpoints: NDB's mysqld nodes are SQL nodes only; a Galera node
+    is its own SQL endpoint (and the toxiproxy container is no SQL node)."""
+    if engine == "ndb":
+        nodes = [Node("data1", DATA, "p-data1-1", nodeid=11, nodegroup=0),
+                 Node("data2", DATA, "p-data2-1", nodeid=12, nodegroup=0),
+                 Node("sql1", SQL, "p-sql1-1", nodeid=21, sql_port=3306, serves_sql=True),
+                 Node("sql2", SQL, "p-sql2-1", nodeid=22, sql_port=3307, serves_sql=True)]
+    else:
+        nodes = [Node(f"data{i}", DATA, f"p-data{i}-1", nodeid=i, nodegroup=0, sql_port=3305 + i, serves_sql=True)
+                 for i in (1, 2)] + [Node("arb", ARBITRATOR, "p-arb-1", nodeid=9),
+                                     Node("toxiproxy", PROXY, "p-toxiproxy-1")]
+    return Topology("p", engine, nodes)
+
+
+def _on(engine, backend="docker"):
+    """A cluster as the soak's menu sees it: its engine, backend and layout."""
+    return SimpleNamespace(engine=SimpleNamespace(name=engine), backend=backend, topology=_topology(engine))
+
+
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another():
-    a = list(islice(S.schedule(SOAK, 7, "ndb"), 40))
-    assert a == list(islice(S.schedule(SOAK, 7, "ndb"), 40))
-    assert a != list(islice(S.schedule(SOAK, 8, "ndb"), 40))
+    a = list(islice(S.schedule(SOAK, 7, _on("ndb")), 40))
+    assert a == list(islice(S.schedule(SOAK, 7, _on("ndb")), 40))
+    assert a != list(islice(S.schedule(SOAK, 8, _on("ndb")), 40))
     assert [s.index for s in a] == list(range(1, 41))
     for s in a:
         assert 5 <= s.pause_s <= 12 and 3 <= s.hold_s <= 8
 
 
 def test_every_kind_comes_once_before_any_comes_again_and_never_twice_in_a_row():
-    a = [s.scenario for s in islice(S.schedule(SOAK, 3, "ndb"), 400)]
+    a = [s.scenario for s in islice(S.schedule(SOAK, 3, _on("ndb")), 400)]
     for k in range(0, 400, 4):
         assert sorted(a[k:k + 4]) == ["freeze", "kill", "ndb_only", "stop"]
     assert all(x != y for x, y in zip(a, a[1:]))
 
 
 def test_the_menu_follows_the_engine():
-    kinds = {s.scenario for s in islice(S.schedule(SOAK, 1, "galera"), 30)}
+    kinds = {s.scenario for s in islice(S.schedule(SOAK, 1, _on("galera")), 30)}
     assert kinds == {"kill", "freeze", "stop"}
-    with pytest.raises(UsageError, match="no fault of its menu runs on galera"):
-        next(S.schedule(S.Soak("x", "t", (_sc("n", engines=("ndb",)),)), 1, "galera"))
+    assert S.menu_on(SOAK, _on("galera")).left_out == (
+        S.LeftOut("ndb_only", "ndb_only is for ndb only: no such fault on galera"),)
+    with pytest.raises(UsageError, match="no fault of its menu runs on this galera cluster .docker backend.: "
+                                         "n is for ndb only"):
+        next(S.schedule(S.Soak("x", "t", (_sc("n", engines=("ndb",)),)), 1, _on("galera")))
+
+
+# -- the menu on each engine and backend: the catalogue's own soak --------------------------------
+
+def _soak_mixed():
+    from scenarios.test_soak import SOAKS
+    (sk,) = [x for x in SOAKS if x.name == "soak_mixed"]
+    return sk
+
+
+def test_on_galera_the_soak_clients_go_through_the_proxies_because_its_sql_node_loss_takes_a_proxy_down():
+    # Galera's lose_one_sql_node is a ProxyDown: it reaches only clients that go through the
+    # proxy, as its own scenario's do (issue 29: the soak's load connected directly, and the
+    # fault never reached it)
+    on = S.menu_on(_soak_mixed(), _on("galera"))
+    assert "lose_one_sql_node" in on.names and on.left_out == ()
+    assert on.via_proxy is True and on.route == "through toxiproxy"
+    drawn = {s.scenario for s in islice(S.schedule(_soak_mixed(), 1, _on("galera")), 12)}
+    assert drawn == set(on.names)
+
+
+def test_on_ndb_the_soak_clients_connect_directly_since_its_sql_node_loss_kills_mysqld():
+    on = S.menu_on(_soak_mixed(), _on("ndb"))
+    assert "lose_one_sql_node" in on.names and on.left_out == ()
+    assert on.via_proxy is False and on.route == "straight to the SQL nodes"
+
+
+@pytest.mark.parametrize("engine", ["galera", "ndb"])
+def test_on_an_inventory_a_fault_that_needs_the_proxy_is_left_out_of_the_menu_and_says_why(engine):
+    sk = _soak_mixed()
+    on = S.menu_on(sk, _on(engine, backend="inventory"))
+    assert on.via_proxy is False  # no toxiproxy on an inventory's hosts
+    if engine == "galera":
+        (left,) = on.left_out
+        assert left.scenario == "lose_one_sql_node" and "toxiproxy" in left.why and "inventory" in left.why
+        assert "lose_one_sql_node" not in on.names
+        assert "lose_one_sql_node" not in {s.scenario for s in islice(S.schedule(sk, 1, _on(engine, "inventory")),
+                                                                         60)}
+    else:  # NDB's SQL node loss kills mysqld: nothing needs the proxy
+        assert on.left_out == () and "lose_one_sql_node" in on.names
 
 
 @pytest.mark.parametrize("kw", [{"menu": ()}, {"pause_s": (5, 1)}, {"hold_s": (-1, 2)}])
@@ -75,9 +138,9 @@ def _run(duration_clock):
     engine.name = "ndb"
     engine.expectation.return_value = Expectation("datanode_loss", True, True, "rule", 5.0, 30.0, "node_restart", {})
     engine.crash_loss_window_s.return_value = 4.0
-    cluster = SimpleNamespace(topology=topo, engine=engine, options={}, journal=mock.Mock())
+    cluster = SimpleNamespace(topology=topo, engine=engine, options={}, journal=mock.Mock(), backend="docker")
     run = mock.create_autospec(ScenarioRun, instance=True)
-    run.cluster, run.clock, run.seed = cluster, duration_clock, 11
+    run.cluster, run.clock, run.seed, run.via_proxy = cluster, duration_clock, 11, False
     run.workload = SimpleNamespace(name="ledger")
     run.marks, run.check_options, run.memory = {}, {}, []
     run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
@@ -120,8 +183,10 @@ def test_play_soak_plays_the_schedule_until_the_duration_is_used_up():
     # every fault: 5 s pause + 3 s hold + 1 s after + the clock's own ticks; the next begins only
     # while its pause ends within the 100 s
     assert 8 <= len(entered) <= 11
-    assert [e["scenario"] for e in entered] == [s.scenario for s in islice(S.schedule(sk, 11, "ndb"), len(entered))]
+    assert [e["scenario"] for e in entered] == [s.scenario for s in islice(S.schedule(sk, 11, run.cluster),
+                                                                           len(entered))]
     assert run.soak["schedule"] == entered and run.soak["seed"] == 11 and run.soak["duration_s"] == 100.0
+    assert run.soak["via_proxy"] is False and run.soak["left_out"] == []
     assert all(e["targets"][0] in ("data1", "data2") for e in entered)
     assert run.inject.call_count == run.heal.call_count == len(entered)
     run.finish.assert_called_once()
@@ -136,6 +201,25 @@ def test_the_same_seed_draws_the_same_targets():
     S.play_soak(a, sk, 60.0)
     S.play_soak(b, sk, 60.0)
     assert [e["targets"] for e in ea] == [e["targets"] for e in eb] and len(ea) > 2
+
+
+def test_play_soak_refuses_a_run_whose_clients_do_not_take_the_route_its_menu_needs():
+    # a fault on the clients' path in the menu: the run's clients must go through the proxies
+    menu = (Scenario("kill", "datanode_loss", "k", fault=_fault),
+            Scenario("lose", "sqlnode_loss", "l", fault=_fault, via_proxy=True),
+            Scenario("galera_only", "datanode_loss", "g", fault=_fault, engines=("galera",), elsewhere="not here"))
+    sk = S.Soak("m", "t", menu, pause_s=(5, 5), hold_s=(3, 3), after_s=1)
+    run, entered = _run(Clock())
+    with pytest.raises(UsageError, match="needs the clients through toxiproxy, the run has them straight"):
+        S.play_soak(run, sk, 60.0)
+    assert entered == [] and not run.start_load.called
+    run.via_proxy = True
+    S.play_soak(run, sk, 30.0)
+    assert run.soak["via_proxy"] is True and run.soak["menu"] == ["kill", "lose"]
+    assert run.soak["left_out"] == [{"scenario": "galera_only", "why": "galera_only is for galera only: not here"}]
+    measured = {c.args[0]: c for c in run.measure.call_args_list}
+    assert measured["clients"].args[1] == "through toxiproxy"
+    assert measured["left out of the menu"].args[1] == 1
 
 
 # -- each fault judged on its span ----------------------------------------------------------------
