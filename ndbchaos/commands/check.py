@@ -1,5 +1,8 @@
 """ndbchaos check: judge a recorded history offline and print the verdict as JSON.
 
+    ndbchaos check run.jsonl                                  # a run of ours: every checker
+    ndbchaos check --model list-append history.edn            # a transactional history, Elle's way
+
 Exit status: 0 valid; 1 invalid or unknown (a checker could not decide, e.g. no successful read:
 a gate must not pass on that); 2 the history or windows file is unreadable or malformed (one line
 on stderr naming the file and line).
@@ -36,6 +39,25 @@ def register(sub) -> None:
                         "reported as explained_by_gcp (the engine's promise, e.g. 2.0)")
     p.add_argument("--cluster-crash-at", type=float, action="append", metavar="T",
                    help="run time of a whole-cluster crash (repeatable)")
+    t = p.add_argument_group(
+        "transactional histories (Jepsen/Elle's format: a JSON array, JSON lines or EDN of "
+        "{index, process, type, f, value} ops; docs/transactions.md)")
+    t.add_argument("--model", choices=("list-append", "rw-register"),
+                   help="judge HISTORY as transactions of this model with the anomaly checker")
+    t.add_argument("--consistency-models", metavar="M,...", default="strict-serializable",
+                   help="models the history must satisfy (default strict-serializable)")
+    t.add_argument("--anomalies", metavar="A,...", default="",
+                   help="anomalies that fail the check whatever the models allow, e.g. G1a,internal")
+    t.add_argument("--linearizable-keys", action="store_true",
+                   help="rw-register: a key's version order follows real time")
+    t.add_argument("--sequential-keys", action="store_true",
+                   help="rw-register: a key's version order follows each process's order")
+    t.add_argument("--wfr-keys", action="store_true",
+                   help="rw-register: within a transaction, a write follows its read of the key")
+    t.add_argument("--cycle-search-timeout", type=float, default=1000.0, metavar="MS",
+                   help="cycle search budget per strongly connected component (default 1000 ms)")
+    t.add_argument("--directory", metavar="DIR",
+                   help="write each anomaly's explanation (<type>.txt) and cycle picture (<type>-N.svg) here")
     p.add_argument("--compact", action="store_true", help="print the JSON on one line")
     p.add_argument("--quiet", "-q", action="store_true", help="no summary on stderr")
     p.set_defaults(func=run)
@@ -58,6 +80,9 @@ def load_windows(path: str):
 
 
 def run(args) -> int:
+    if args.model:
+        from ._txncheck import run_txn
+        return run_txn(args)
     from ..checks import check_history, check_run
     from ..history import History, HistoryFormatError
 

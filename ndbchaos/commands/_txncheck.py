@@ -1,0 +1,72 @@
+"""``ndbchaos check --model list-append|rw-register``: a transactional history judged by the
+anomaly checker (ndbchaos.txn), printed as Elle prints its result map."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..errors import UsageError
+from ..txn import CheckOptions, TxnFormatError, TxnHistory, check
+from ..txn.history import without_gc
+from ..txn.picture import cycle_svg
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def options(args) -> CheckOptions:
+    try:
+        return CheckOptions(model=args.model, consistency_models=_names(args.consistency_models),
+                            anomalies=_names(args.anomalies), wfr_keys=args.wfr_keys,
+                            sequential_keys=args.sequential_keys, linearizable_keys=args.linearizable_keys,
+                            cycle_search_timeout_ms=args.cycle_search_timeout)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def run_txn(args) -> int:
+    if args.windows:
+        raise UsageError("--windows is for runs of ours, not for transactional histories")
+    opts = options(args)
+    with without_gc():
+        try:
+            history = TxnHistory.read(args.history)
+        except TxnFormatError as e:
+            raise UsageError(str(e)) from None
+        verdict = check(history, opts)
+    out = verdict.to_json()
+    if args.directory:
+        write_directory(Path(args.directory), verdict)
+    from .check import pretty
+    sys.stdout.write((json.dumps(out, separators=(",", ":")) if args.compact else pretty(out)) + "\n")
+    sys.stdout.flush()
+    if not args.quiet:
+        word = {True: "VALID", False: "INVALID"}.get(verdict.valid, "UNKNOWN")
+        print(f"ndbchaos check: {args.history}: {word} ({opts.model}, {verdict.summary()}; "
+              f"{verdict.seconds:.2f} s)", file=sys.stderr)
+        if verdict.anomaly_types:
+            print(f"  forbidden by {', '.join(opts.consistency_models) or 'no model'}"
+                  f"{' and ' + ', '.join(opts.anomalies) if opts.anomalies else ''}: "
+                  f"{', '.join(verdict.anomaly_types)}", file=sys.stderr)
+        if verdict.not_:
+            print(f"  not {', '.join(verdict.not_)}" + (f"; also not {', '.join(verdict.also_not)}"
+                                                       if verdict.also_not else ""), file=sys.stderr)
+    return 0 if verdict.valid is True else 1
+
+
+def write_directory(d: Path, verdict) -> None:
+    """Elle's output directory: <type>.txt with every explanation, an SVG per cycle."""
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        for kind, cases in verdict.anomalies.items():
+            texts = []
+            for i, a in enumerate(cases):
+                texts.append(f"{kind} #{i}\n{a.explain(verdict.history)}\n")
+                if a.steps:
+                    (d / f"{kind}-{i}.svg").write_text(cycle_svg(a, verdict.history), encoding="utf-8")
+            (d / f"{kind}.txt").write_text("\n".join(texts), encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"{d}: cannot write: {e.strerror or e}") from None

@@ -1,0 +1,16 @@
+"""Transactions under failure: an anomaly checker of Elle's class (docs/transactions.md).
+
+    from ndbchaos.txn import CheckOptions, TxnHistory, check
+    verdict = check(TxnHistory.read("history.jsonl"), CheckOptions(model="list-append"))
+
+``history`` reads and writes Jepsen/Elle histories and turns our runs into transactions;
+``list_append`` and ``rw_register`` infer each model's dependencies and the anomalies visible
+without a cycle; ``graph`` holds the dependency graph, its components and the cycle search;
+``models`` the consistency models and what they forbid; ``check`` composes them into a verdict;
+``picture`` draws a cycle.
+"""
+
+from .check import MODELS, CheckOptions, TxnVerdict, check
+from .history import TxnFormatError, TxnHistory
+
+__all__ = ["MODELS", "CheckOptions", "TxnFormatError", "TxnHistory", "TxnVerdict", "check"]
