@@ -32,6 +32,7 @@ OTHER_MARKERS = {
     "docker": "needs a Docker engine",
     "slow": "long-running",
     "soak": "load for a long time under a seeded random schedule of faults (ndbchaos.soak)",
+    "txn": "transactional workloads under the catalogue's faults, judged by the anomaly checker (ndbchaos.txn)",
 }
 
 

@@ -98,6 +98,10 @@ class ScenarioRun:
         self.marks: dict[str, float | None] = {}
         self.plan = None  # ndbchaos.plans.Plan
         self.check_options: dict = {}
+        if self.workload.model:  # a transactional workload: judged against the engine's promise
+            promise = eng.consistency_models(self.workload.name, self.workload.params)
+            self.check_options.update(consistency_models=list(promise.models), consistency_source=promise.source,
+                                      consistency_allows=promise.allows)
         self.faults: list = []
         self.steps: list[dict] = []  # the faults of a run with several (a soak), each its own record
         self.soak: dict | None = None  # a soak's declaration, seed and schedule (ndbchaos.soak)

@@ -38,6 +38,13 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "cluster_crash_at": None,    # ... a whole-cluster crash (run seconds, or a list) may be lost
     "allowed_error_classes": None,  # None: temporary and unknown; others make errors invalid
     "max_p99_ms": None,          # latency: None (measured only), ms for every phase, or {phase: ms}
+    # transactional workloads (checks.transactions): the models the history must satisfy, where
+    # that promise comes from and what it allows (Engine.consistency_models), and the cycle
+    # search's budget per strongly connected component
+    "consistency_models": None,  # None: strict-serializable, as Elle
+    "consistency_source": None,
+    "consistency_allows": None,
+    "txn_cycle_search_timeout_ms": 1000,
 }
 
 
@@ -187,12 +194,14 @@ def _word(valid) -> str:
 
 
 def _register_builtin() -> None:
-    from . import availability, bank, errors, latency, ledger
+    from . import availability, bank, errors, latency, ledger, transactions
     register("availability", availability.check)
     register("latency", latency.check)
     register("errors", errors.check)
     register("durability", ledger.check, workload="ledger")
     register("invariant", bank.check, workload="bank")
+    register("transactions", transactions.check, workload="list_append")
+    register("transactions", transactions.check, workload="rw_register")
 
 
 _register_builtin()

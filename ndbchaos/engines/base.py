@@ -81,6 +81,19 @@ class Expectation:
         return dict(self.__dict__)
 
 
+@dataclass(frozen=True)
+class TxnModels:
+    """The consistency models an engine promises for a transactional workload variant, where
+    that promise comes from, and what it allows (what the checker may report without failing)."""
+
+    models: tuple[str, ...]
+    source: str
+    allows: str = ""
+
+    def to_dict(self) -> dict:
+        return {"models": list(self.models), "source": self.source, "allows": self.allows}
+
+
 class Engine:
     name = "base"
     #: SQL client credentials created by the engine at start
@@ -276,6 +289,14 @@ class Engine:
         """Engine-specific settings a workload needs so that its checks judge what the engine
         promises (e.g. how to read several rows consistently). Default: none."""
         return {}
+
+    def consistency_models(self, workload: str, params: dict) -> TxnModels:
+        """What a transactional workload (``list_append``, ``rw_register``) with these
+        parameters (``read_lock``, ``precreate``, ``storage``) must show on this engine: the
+        models the anomaly checker holds the history to. Default: read committed, the weakest
+        level a SQL engine offers by its standard."""
+        return TxnModels(("read-committed",), "the SQL standard's read committed; the engine declares nothing "
+                                              "stronger")
 
     def crash_loss_window_s(self, options: dict) -> float | None:
         """The engine's durability promise when the whole cluster crashes: acknowledged commits

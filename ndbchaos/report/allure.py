@@ -19,7 +19,7 @@ except ImportError:  # pragma: no cover - allure-pytest is a dependency
     allure = None
 
 #: the checkers whose names are the report's failure categories (``categories.json``)
-CHECKERS = ("expectation", "durability", "invariant", "availability", "errors", "latency")
+CHECKERS = ("expectation", "durability", "invariant", "transactions", "availability", "errors", "latency")
 
 
 def step(title: str):
@@ -34,6 +34,11 @@ def attach_json(obj, name: str) -> None:
 def attach_text(text: str, name: str) -> None:
     if allure:
         allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
+
+
+def attach_svg(text: str, name: str) -> None:
+    if allure:
+        allure.attach(text, name=name, attachment_type=allure.attachment_type.SVG)
 
 
 def attach_png(data: bytes, name: str) -> None:
@@ -122,6 +127,7 @@ def attach_result(run, result) -> None:
         attach_text(f"timeline plot failed: {e}", "timeline error")
     if run.soak is not None:
         attach_soak(run, result)
+    attach_transactions(result.verdict)
     attach_json(result.verdict, "verdict")
     attach_json(result.phases, "phases")
     attach_json({k: m.__dict__ for k, m in run.measurements.items()}, "measurements")
@@ -129,6 +135,23 @@ def attach_result(run, result) -> None:
     attach_json(run.cluster.journal.events(since=run.t0), "framework events")
     attach_json(result.events, f"{run.cluster.engine.name} log events")
     attach_history(result.history)
+
+
+def attach_transactions(verdict: dict) -> None:
+    """A transactional run: every anomaly type found, allowed by the engine's promise or not, in
+    words (which transactions, which edge, which key and value, why) and its cycle as a picture."""
+    tv = ((verdict.get("checks") or {}).get("transactions") or {}).get("details")
+    if not tv:
+        return
+    head = (f"model {tv['model']}; promised {', '.join(tv['consistency_models'])}"
+            f"{' (' + tv['promise'] + ')' if tv.get('promise') else ''}\n"
+            f"found: {', '.join(f'{k} x{n}' for k, n in (tv.get('found') or {}).items()) or 'no anomaly'}\n"
+            f"not: {', '.join(tv.get('not') or []) or '-'}; also not: {', '.join(tv.get('also_not') or []) or '-'}\n")
+    attach_text(head + "".join(f"\n{e['type']}\n{e['explanation']}\n" for e in tv.get("examples") or []),
+                "transactions: anomalies")
+    for e in tv.get("examples") or []:
+        if e.get("svg"):
+            attach_svg(e["svg"], f"transactions: {e['type']} cycle")
 
 
 def faults_table(verdict: dict) -> str:

@@ -55,6 +55,7 @@ class TxnVerdict:
     anomaly_types: list[str]  # reportable anomalies found (forbidden ones, and unknown-making ones)
     anomalies: dict[str, list[Anomaly]]  # their cases (at most max_cases each)
     found: dict[str, int]  # every anomaly type found -> how many cases
+    cases: dict[str, list[Anomaly]]  # every type found, allowed or not: its first cases, most severe first
     not_: list[str]
     also_not: list[str]
     txns: dict[str, int]
@@ -136,13 +137,27 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
                 cases.append(_cycle_anomaly(cyc, analysis, h) if len(cases) < opts.max_cases or isinstance(cyc, str)
                              else Anomaly(kind, [n for n, _ in cyc]))
     counts = {k: len(v) for k, v in sorted(found.items(), key=lambda kv: _severity(kv[0]))}
-    shown = {k: v[:opts.max_cases] for k, v in found.items() if k in reportable}
+    cases = {k: found[k][:opts.max_cases] for k in counts}
+    shown = {k: v for k, v in cases.items() if k in reportable}
     bad = [k for k in shown if k in prohibited]
     valid: bool | str = False if bad else ("unknown" if shown else True)
     not_, also_not = models.boundary(k for k in found if k not in models.UNKNOWN_ANOMALIES)
     # anomaly types sorted by name, as Elle sorts them; their cases most severe first
     return TxnVerdict(valid, opts, sorted(shown), {k: shown[k] for k in sorted(shown, key=_severity)},
-                      counts, not_, also_not, h.counts(), graph_info, time.monotonic() - t0, h)
+                      counts, cases, not_, also_not, h.counts(), graph_info, time.monotonic() - t0, h)
+
+
+def holds(found, consistency_models, anomalies=()) -> bool | str:
+    """Whether a history in which these anomaly types were found satisfies the models: False
+    when one of them is forbidden, "unknown" when only the search's or the input's limits were
+    met, else True. (A check made for stronger models finds every anomaly a weaker promise is
+    judged by, so one search serves both.)"""
+    forbidden = models.prohibited(consistency_models, anomalies)
+    if any(k in forbidden for k in found):
+        return False
+    if any(k in models.UNKNOWN_ANOMALIES for k in found):
+        return "unknown"
+    return True
 
 
 def _severity(kind: str):
@@ -211,4 +226,4 @@ def _explain(a: int, b: int, rel: int, analysis: Analysis, h: TxnHistory) -> Ste
     return analysis.explain(a, b, rel)
 
 
-__all__ = ["MODELS", "CheckOptions", "TxnVerdict", "check"]
+__all__ = ["MODELS", "CheckOptions", "TxnVerdict", "check", "holds"]

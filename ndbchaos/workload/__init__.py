@@ -13,7 +13,7 @@ def register(cls):
 
 
 def get_workload(name: str, **params):
-    from . import ledger, pk_update, bank  # noqa: F401  (registration)
+    from . import ledger, pk_update, bank, txn  # noqa: F401  (registration)
     try:
         from . import fakebook, oltp  # noqa: F401
     except ImportError:

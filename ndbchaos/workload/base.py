@@ -19,6 +19,9 @@ from typing import Any
 
 class Workload:
     name = "base"
+    #: the transactional model of its operations (Elle's list-append, rw-register), or "": a
+    #: transactional workload is judged by the anomaly checker (ndbchaos.checks.transactions)
+    model = ""
     #: defaults for parameters; subclasses extend
     defaults: dict[str, Any] = {}
 
@@ -42,6 +45,16 @@ class Workload:
         for stmt in self.schema(table_engine):
             cur.execute(stmt)
         cur.close()
+
+    # -- state shared by every client process ------------------------------------------------
+    def shared_state(self, ctx):
+        """Made once by the runner (``ctx``: its multiprocessing context) before the workers
+        start, and handed to each worker's copy through ``attach``: e.g. the key set of the
+        transactional workloads. None: nothing is shared."""
+        return None
+
+    def attach(self, shared) -> None:
+        """A worker's copy receives what ``shared_state`` made."""
 
     # -- operations ---------------------------------------------------------------------------
     def next_op(self, rng: random.Random, slot: int) -> tuple[str, Any, bool]:

@@ -139,9 +139,11 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             backoff = opts.backoff_min
         except Exception as e:  # every client error becomes a recorded op
             t1 = time.monotonic()
-            errno, msg = error_fields(e)
+            # a workload may know better than the error's class: a transaction that failed
+            # before its COMMIT was sent did not take effect (``outcome = "fail"``, ``cause``)
+            errno, msg = error_fields(getattr(e, "cause", e))
             cls, code = classify(opts.engine, errno, msg)
-            typ = outcome(is_write and sent, cls)
+            typ = getattr(e, "outcome", None) or outcome(is_write and sent, cls)
             if record:
                 from ..history import ErrorInfo
                 record(process, f, value, typ, t0 - mono0, t1 - mono0, ep.node, ErrorInfo(errno, code, cls, msg))
@@ -170,7 +172,8 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
     return count
 
 
-def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx, spool):
+def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx, spool,
+                shared=None):
     from . import get_workload
     name, params = spec
     recs, threads, counts = [], [], []
@@ -199,6 +202,8 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
     for k in range(conns):
         slot = worker * conns + k
         wl = get_workload(name, **params)
+        if shared is not None:
+            wl.attach(shared)
         rec = SpoolingRecorder(spill)
         recs.append(rec)
 
@@ -236,6 +241,7 @@ class WorkloadRunner:
         self._live_idx = {e.node: i for i, e in enumerate(endpoints)}
         self.live = self._ctx.Array("d", [-1.0] * len(endpoints), lock=False)
         self._procs: list = []
+        self._shared = workload.shared_state(self._ctx)  # e.g. the transactional key set
         self._spool_dir: str | None = None  # the workers' spool files (removed once read)
         self.started_at = self.stopped_at = None
         self.op_count = 0
@@ -273,7 +279,7 @@ class WorkloadRunner:
                 target=worker_main, name=f"ndbchaos-worker-{w}", daemon=True,
                 args=(w, self.connections, self.n_slots, self.endpoints, self.workload.spec(), self.opts,
                       self.clock.mono0, self._stop, self._results, self.live, self._live_idx,
-                      os.path.join(self._spool_dir, f"worker-{w}.hist")))
+                      os.path.join(self._spool_dir, f"worker-{w}.hist"), self._shared))
             p.start()
             self._procs.append(p)
 

@@ -13,7 +13,7 @@ outcome, pure), ``logs`` (the mariadbd error log reader), ``errors`` (Galera's c
 from __future__ import annotations
 
 from ... import topology as TP
-from ..base import Engine, Expectation
+from ..base import Engine, Expectation, TxnModels
 from . import rules
 from .lifecycle import LifecycleMixin
 from .status import StatusMixin
@@ -36,6 +36,19 @@ class GaleraEngine(LifecycleMixin, StatusMixin, Engine):
         every data node and garbd votes."""
         members = [n.name for n in cluster.topology.nodes if n.role in (TP.DATA, TP.ARBITRATOR)]
         return rules.partition_outcome(members, components)
+
+    def consistency_models(self, workload: str, params: dict) -> TxnModels:
+        """Galera certifies write-sets without first-committer-wins, so two transactions that
+        read the same version and write different rows both commit: lost updates happen on a
+        healthy cluster, and with wsrep_sync_wait=0 a node may serve stale reads (Jepsen,
+        MariaDB Galera 12.1.2, 2026; MDEV-38999; docs/facts.md Galera A5). Taking exclusive
+        locks on every read (``FOR UPDATE``) restored serializable histories (Jepsen, Percona
+        XtraDB Cluster, 2015); stale reads still rule out strict serializability."""
+        if params.get("read_lock") == "update":
+            return TxnModels(("serializable",), "Galera with FOR UPDATE on every read (Jepsen, PXC 2015)",
+                             "stale reads (G-single-realtime)")
+        return TxnModels(("read-committed",), "Galera certification without first-committer-wins (Jepsen, "
+                                              "MariaDB Galera 12.1.2, 2026)", "lost updates, read skew, stale reads")
 
     # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
     GCOMM_PORT = 4567  # data nodes and garbd alike listen for gcomm here

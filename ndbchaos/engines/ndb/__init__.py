@@ -26,7 +26,7 @@ The package:
 from __future__ import annotations
 
 from ... import topology as TP
-from ..base import Engine, Expectation
+from ..base import Engine, Expectation, TxnModels
 from . import expectations, rules
 from .config import NdbConfig
 from .layout import LayoutMixin
@@ -57,6 +57,29 @@ class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, Engine):
         one transaction (``SELECT ... FOR SHARE``): a transfer cannot commit between two rows of
         the read, so every total a read returns is one the bank actually had."""
         return {"read_lock": "share"} if workload == "bank" else {}
+
+    def consistency_models(self, workload: str, params: dict) -> TxnModels:
+        """NDB supports only READ COMMITTED (manual, "Limitations relating to transaction
+        handling"): a read returns the last committed version of the row when it reaches the
+        data node, so no dirty or intermediate read and no cycle of write and read dependencies
+        (G0, G1); read skew across rows (G-single), lost updates and stale reads are allowed.
+        With a lock on every read (``LOCK IN SHARE MODE`` / ``FOR UPDATE``: held until commit,
+        the same manual page; pessimistic locking, NDB API "Concurrency control") and every row
+        there before the load, each transaction is strict two-phase locking over the rows it
+        touches: strictly serializable [inference, checked here]. A locking read of a row that
+        does not exist locks nothing (no next-key or gap locks: WL#2912 unassigned), so with
+        rows created by their first write two transactions may both read a key as empty and
+        both write it: only read committed is promised then."""
+        lock = params.get("read_lock")
+        if lock and params.get("precreate"):
+            return TxnModels(("strict-serializable",), "strict two-phase locking: every read locks its row until "
+                                                       "commit, every row exists beforehand [inference]")
+        if lock:
+            return TxnModels(("read-committed",), "NDB: READ COMMITTED only; a locking read of a missing row locks "
+                                                  "nothing (no gap locks, WL#2912)",
+                             "lost updates and G-single through a key's empty version")
+        return TxnModels(("read-committed",), "NDB: READ COMMITTED only (manual, limitations of transactions)",
+                         "read skew (G-single), lost updates, stale reads")
 
     def crash_loss_window_s(self, options: dict) -> float | None:
         """Acknowledged commits this long before the cluster stopped may be lost in a system
