@@ -172,3 +172,26 @@ def test_a_search_that_runs_out_of_time_is_unknown_and_still_shows_a_cycle():
     assert v.valid is False or v.valid == "unknown"
     assert "cycle-search-timeout" in v.found
     assert any(k != "cycle-search-timeout" for k in v.found)  # the fallback cycle
+
+
+def test_ndbchaos_export_writes_a_run_for_elle_and_refuses_a_run_without_transactions(tmp_path):
+    hist = History("list_append", {"model": "list-append"})
+    hist.add(0, "txn", [["append", 1, 1], ["r", 2, []]], "ok", 0.0, 1.0, "sql1")
+    hist.add(1, "txn", [["r", 1, [1]]], "ok", 2.0, 3.0, "sql2")
+    hist.add(2, "txn", [["append", 2, 1]], "info", 2.5, 9.0, "sql2")
+    run = tmp_path / "run.jsonl"
+    hist.write(str(run))
+    out = tmp_path / "h.edn"
+    r = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "export", "--format", "elle", str(run), "-o", str(out)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and "3 transactions (2 ok, 0 fail, 1 info)" in r.stderr, r.stderr
+    text = out.read_text()
+    assert text.splitlines()[0].startswith("{:process 0, :type :invoke, :f :txn, :value [[:append 1 1] [:r 2 nil]]")
+    back = TxnHistory.read(out)
+    assert [(t.process, t.type) for t in back.txns] == [(0, OK), (1, OK), (2, INFO)]
+    ledger = History("ledger", {})
+    ledger.add(0, "insert", 1, "ok", 0.0, 1.0, "sql1")
+    led = tmp_path / "ledger.jsonl"
+    ledger.write(str(led))
+    r = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "export", str(led)], capture_output=True, text=True)
+    assert r.returncode == 2 and "no transactions in it (workload ledger)" in r.stderr
