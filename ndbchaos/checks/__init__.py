@@ -150,14 +150,14 @@ def check_history(history: History, windows=None, options: dict | None = None, r
     fr = build_frame(history, windows)
     verdicts = []
     for name, fn in GENERIC + (BY_WORKLOAD.get(history.workload, []) if workload_checks else []):
-        v = fn(fr, opts)
+        v = _guarded(name, fn, fr, opts)
         if v.name != name:
             v.name = name
         verdicts.append(v)
     if run and run.get("expectation"):
         from . import expectation
         avail = next((v.details for v in verdicts if v.name == "availability"), None)
-        verdicts.append(expectation.check(fr, opts, run, avail))
+        verdicts.append(_guarded("expectation", expectation.check, fr, opts, run, avail))
     return {
         "valid": compose(verdicts),
         "workload": history.workload,
@@ -167,6 +167,20 @@ def check_history(history: History, windows=None, options: dict | None = None, r
         "windows": [w.to_json() for w in fr.windows],
         "checks": {v.name: v.to_json() for v in verdicts},
     }
+
+
+def _guarded(name: str, fn, *args) -> Verdict:
+    """A checker's verdict; one that raises is "unknown" with its exception (Jepsen's rule: a
+    checker that cannot decide must not take the other verdicts down, nor pass)."""
+    try:
+        return fn(*args)
+    except ValueError:
+        raise  # the input is wrong (options, windows, values: HistoryFormatError, WindowError), not the checker
+    except Exception as e:  # any other failure of a checker is its verdict
+        import traceback
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        return Verdict(name, UNKNOWN, f"the checker failed: {type(e).__name__}: {e}",
+                       {"error": f"{type(e).__name__}: {e}", "at": f"{where.filename}:{where.lineno}"})
 
 
 def check_run(history: History, options: dict | None = None) -> dict:

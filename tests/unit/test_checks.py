@@ -463,3 +463,26 @@ def test_bench_checker_reports_time_and_memory():
     res = bench_checker(5_000, record=False)
     assert res["n_ops"] == 5_000 and res["valid"] is True
     assert res["check_s"] > 0 and res["check_peak_mb"] > 0 and "tracemalloc" in res["memory_method"]
+
+
+def test_a_checker_that_fails_is_an_unknown_verdict_not_a_crash():
+    from ndbchaos.checks import GENERIC, check_history, register
+    from ndbchaos.history import History
+
+    def broken(fr, opts):
+        return {}["no such figure"]
+
+    saved = list(GENERIC)
+    try:
+        register("broken", broken)
+        h = History("ledger", {})
+        h.add(0, "insert", 1, "ok", 0.0, 0.01, "sql1")
+        h.add(0, "read", [1], "ok", 0.02, 0.03, "sql1")
+        v = check_history(h)
+    finally:
+        GENERIC[:] = saved
+    assert v["valid"] == "unknown"
+    b = v["checks"]["broken"]
+    assert b["valid"] == "unknown" and "KeyError" in b["summary"]
+    assert b["details"]["at"].split(":")[0].endswith("test_checks.py")
+    assert v["checks"]["durability"]["valid"] is True  # the others still judged
