@@ -50,7 +50,10 @@ def scenario_rows(folder: Path) -> list[dict]:
         verdict = _load(folder, att["verdict"]) if "verdict" in att else None
         engine = next((lb["value"].split(":", 1)[1].strip() for lb in r.get("labels", [])
                        if lb.get("name") == "epic" and str(lb.get("value", "")).startswith("engine:")), "")
-        row = {"test": r.get("fullName", "").rsplit("#", 1)[-1].rsplit(".", 1)[-1], "title": r.get("name", ""),
+        # the scenario's own name (its declaration: the "sc" or "sk" parameter), not the test function's
+        name = next((p["value"] for p in r.get("parameters", []) if p.get("name") in ("sc", "sk")), None)
+        row = {"test": name or r.get("fullName", "").rsplit("#", 1)[-1].rsplit(".", 1)[-1],
+               "title": r.get("name", ""),
                "engine": engine, "status": r.get("status", ""), "start": r.get("start", 0),
                "times": {k: (m[k]["value"], m[k].get("bound")) for k in TIMES if k in m},
                "outage": {k[len("outage on "):]: v["value"] for k, v in m.items() if k.startswith("outage on ")},
@@ -79,6 +82,13 @@ def _durability(verdict) -> str:
         return s + f", unknown outcome {d.get('indeterminate', 0)}"
     if "invariant" in checks:
         return "invariant " + ("held" if checks["invariant"].get("valid") is True else "BROKEN")
+    if "transactions" in checks:
+        d = checks["transactions"].get("details") or {}
+        found = ", ".join(f"{k} x{n}" for k, n in (d.get("found") or {}).items()) or "no anomaly"
+        t = d.get("txns") or {}
+        return (f"{t.get('ok', 0)}/{t.get('fail', 0)}/{t.get('info', 0)} txns ok/fail/info, "
+                f"{'held' if d.get('valid_models') is True else 'NOT'} {', '.join(d.get('consistency_models') or [])}, "
+                f"{found}, lost {d.get('lost', 0)}")
     return ""
 
 

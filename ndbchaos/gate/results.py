@@ -29,23 +29,45 @@ def _allure_run_files(d: Path) -> list[tuple[Path, str]]:
             for a in attachments(r) if a.get("name") in RUN_ATTACHMENTS]
 
 
+def _results_folder(p: Path) -> Path:
+    """``p``, or the one Allure results folder inside it (``reports`` -> ``reports/allure-results``):
+    a reports folder also holds Allure's own history.jsonl and the trends, which are no run
+    records. Several such folders: one line naming them."""
+    if not p.is_dir() or any(p.glob("*-result.json")):
+        return p
+    inside = sorted(d for d in p.iterdir() if d.is_dir() and any(d.glob("*-result.json")))
+    if len(inside) == 1:
+        return inside[0]
+    if len(inside) > 1:
+        raise UsageError(f"results {p}: holds several Allure results folders, pass one: "
+                         f"{', '.join(str(d) for d in inside)}")
+    return p
+
+
 def load_runs(path: str | Path) -> list[Run]:
     p = Path(path)
     if not p.exists():
         raise UsageError(f"results {p}: not found")
-    files = [(p, p.name)] if p.is_file() else (
-        _allure_run_files(p) or [(f, f.name) for f in sorted(p.glob("*.jsonl*"))])
-    runs = []
+    p = _results_folder(p)
+    single = p.is_file()
+    files = [(p, p.name)] if single else (
+        _allure_run_files(p) or [(f, f.name) for f in sorted(p.glob("*.jsonl*")) + sorted(p.glob("*.nch"))])
+    runs, skipped = [], []
     for f, name in files:
         try:
             h = History.read(f)
         except (OSError, HistoryFormatError) as e:
-            raise UsageError(f"{f}: not a run record: {e}") from None
+            if single:
+                raise UsageError(f"{f}: not a run record: {e}") from None
+            skipped.append(f.name)  # in a folder: another file of the run (e.g. Allure's history.jsonl)
+            continue
         if h.run is None:
             continue  # a bare history: no scenario to judge
         runs.append(run_of(h, name))
     if not runs:
-        raise UsageError(f"results {p}: no scenario run record (run.jsonl) in it")
+        why = f" (not run records: {', '.join(skipped)})" if skipped else ""
+        raise UsageError(f"results {p}: no scenario run record (run.jsonl) in it{why}; pass the Allure results "
+                         "folder a run wrote (--alluredir), e.g. reports/allure-results")
     # one run per scenario: the latest (results of several sessions may share a folder)
     latest: dict[str, Run] = {}
     for r in runs:

@@ -220,3 +220,33 @@ def test_a_scenario_for_other_engines_only_is_not_expected_of_the_session(tmp_pa
         g.pytest_sessionfinish(session)
         # the entry naming only the NDB scenario is about another engine on Galera: no row at all
         assert [r["scenario"] for r in g.result["rows"] if r["status"] == NOT_EVALUATED] == want, engine
+
+
+def test_a_reports_folder_is_judged_from_the_results_inside_it(tmp_path, capsys):
+    """`ndbchaos gate FILE reports`: Allure's own reports/history.jsonl and the trends file are
+    not run records; the one results folder inside is used, several are named in one line."""
+    from ndbchaos.gate.results import load_runs
+    reports = tmp_path / "reports"
+    res = reports / "allure-results"
+    res.mkdir(parents=True)
+    (reports / "history.jsonl").write_text('{"uuid": "x", "allure": 3}\n')
+    (reports / "trends.jsonl").write_text('{"test": "t"}\n')
+    r = run()
+    r.history.write_jsonl(res / "abc-attachment.jsonl")
+    (res / "abc-result.json").write_text(json.dumps({
+        "name": "kill", "status": "passed",
+        "attachments": [{"name": "run.jsonl", "source": "abc-attachment.jsonl"}]}))
+    assert [x.test_id for x in load_runs(reports)] == ["test_datanode_loss[kill_one_data_node]"]
+    (reports / "soak-allure-results").mkdir()
+    (reports / "soak-allure-results" / "x-result.json").write_text("{}")
+    assert main(["gate", str(tmp_path / "nothing.toml"), str(reports)]) == 2
+    (tmp_path / "g.toml").write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_per_node_s = 5\n')
+    assert main(["gate", str(tmp_path / "g.toml"), str(reports)]) == 2
+    err = capsys.readouterr().err
+    assert "holds several Allure results folders, pass one" in err and "Traceback" not in err
+    # a folder of files none of which is a run record says which folder to pass
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "history.jsonl").write_text('{"uuid": "x"}\n')
+    assert main(["gate", str(tmp_path / "g.toml"), str(lone)]) == 2
+    assert "not run records: history.jsonl" in capsys.readouterr().err
