@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..checks import UNKNOWN, check_run
+from ..txn.check import holds
 from ..history import OK, History
 from .spec import OBJECTIVES, Gate, matches
 
@@ -75,7 +76,12 @@ def measure(run: Run, verdict: dict) -> dict:
                                for c in (e.get("errno"), e.get("engine_code")) if c is not None}),
         "expectation_valid": checks.get("expectation", {}).get("valid"),
         "cluster": None if not marks else ("stops" if marks.get("stopped_serving") is not None else "survives"),
-        "safety": {k: checks[k]["valid"] for k in ("durability", "invariant") if k in checks},
+        "safety": {**{k: checks[k]["valid"] for k in ("durability", "invariant") if k in checks},
+                   # a transactional run's acknowledged appends missing from its final read
+                   **({"transactions durability": not (checks["transactions"].get("details") or {}).get("lost")}
+                      if "transactions" in checks else {})},
+        "txn_found": (checks.get("transactions", {}).get("details") or {}).get("found")
+        if "transactions" in checks else None,
         "verdict_valid": verdict["valid"],
     }
     for q in ("p50", "p99", "max"):
@@ -166,6 +172,17 @@ def judge(run: Run, gate: Gate, baseline: dict | None = None,
                 "the engine's expectation checker (who serves, shutdowns, exit codes, arbitrator, events)")
         elif name == "cluster":
             row(name, m["cluster"], limit, None if m["cluster"] is None else m["cluster"] == limit)
+        elif name == "consistency_models":
+            found = m["txn_found"]
+            if found is None:
+                row(name, None, limit, None, "not a transactional run")
+                continue
+            forbidden = sorted(k for k in found if holds([k], limit) is False)
+            held = holds(found, limit)
+            # never negotiable: an anomaly the declared models forbid fails like a lost write
+            rows.append(Row(sid, name, forbidden or "none", limit,
+                            NOT_EVALUATED if held == UNKNOWN else (PASS if held is True else FAIL), "fail",
+                            "anomalies found: " + (", ".join(f"{k} x{n}" for k, n in found.items()) or "none")))
     for name, p in regression.items():
         base = (baseline or {}).get(sid, {}).get(name)
         now = m.get(name)

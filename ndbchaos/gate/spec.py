@@ -31,7 +31,8 @@ PHASES = ("baseline", "fault", "recovery", "all")
 
 #: objective name -> (kind, what it bounds). Kinds: "s" a number of seconds, "ms_by_phase" a
 #: number or {phase or "phase.operation": ms}, "share_by_phase" a number or {phase: 0..1},
-#: "pct" 1..100, "classes" a list of error classes, "codes" a list of error numbers, "outcome".
+#: "pct" 1..100, "classes" a list of error classes, "codes" a list of error numbers, "outcome",
+#: "models" a list of consistency models.
 OBJECTIVES: dict[str, tuple[str, str]] = {
     "outage_s": ("s", "longest time no SQL node served an operation"),
     "outage_per_node_s": ("s", "longest outage of each SQL node the engine says keeps serving"),
@@ -50,6 +51,8 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
     "arbitration": ("outcome", "true: the engine's expected outcome held (who serves, who shuts "
                                "down, exit codes, arbitrator, events)"),
     "cluster": ("outcome", '"survives" or "stops": what the cluster did'),
+    "consistency_models": ("models", "consistency models a transactional run must satisfy (Elle's names); an "
+                                     "anomaly they forbid always fails, like a lost write"),
 }
 ERROR_CLASSES = ("temporary", "unknown", "permanent", "unclassified")
 ENTRY_KEYS = {"match", "severity", "warn", "regression_pct"}
@@ -201,6 +204,14 @@ def _objective(key: str, v, where: "_Locator", section):
         if not isinstance(v, list) or any(not isinstance(c, int) or isinstance(c, bool) for c in v):
             raise bad("must be a list of integer error numbers")
         return list(v)
+    if kind == "models":
+        from ..txn.models import check_models
+        if not isinstance(v, list) or not v or any(not isinstance(x, str) for x in v):
+            raise bad('must be a list of consistency models, e.g. ["read-committed"]')
+        try:
+            return check_models(v)
+        except ValueError as e:
+            raise bad(str(e)) from None
     if key == "cluster":
         if v not in ("survives", "stops"):
             raise bad('must be "survives" or "stops"')

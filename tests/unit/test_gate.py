@@ -250,3 +250,28 @@ def test_a_reports_folder_is_judged_from_the_results_inside_it(tmp_path, capsys)
     (lone / "history.jsonl").write_text('{"uuid": "x"}\n')
     assert main(["gate", str(tmp_path / "g.toml"), str(lone)]) == 2
     assert "not run records: history.jsonl" in capsys.readouterr().err
+
+
+def test_a_declared_consistency_model_fails_on_an_anomaly_it_forbids_whatever_the_severity(tmp_path):
+    from ndbchaos.checks import check_run
+    from ndbchaos.gate.evaluate import judge
+    r = run()
+    verdict = check_run(r.history)
+
+    def with_txns(found, lost=0):
+        v = json.loads(json.dumps(verdict))
+        v["checks"]["transactions"] = {"valid": True, "details": {"found": found, "lost": lost}}
+        return v
+
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\nseverity = "warn"\n'
+                            'consistency_models = ["read-committed"]\n')
+    rows_ok, _ = judge(r, g, verdict=with_txns({"G-single-item": 3, "lost-update": 1}))
+    (row,) = [x for x in rows_ok if x.objective == "consistency_models"]
+    assert row.status == PASS and row.measured == "none" and "G-single-item x3" in row.note
+    rows_bad, _ = judge(r, g, verdict=with_txns({"G1c": 1, "G-single-item": 3}))
+    (row,) = [x for x in rows_bad if x.objective == "consistency_models"]
+    assert row.status == "FAIL" and row.severity == "fail" and row.measured == ["G1c"]
+    rows_lost, _ = judge(r, g, verdict=with_txns({}, lost=2))
+    assert [x.status for x in rows_lost if x.objective == "safety: transactions durability"] == ["FAIL"]
+    with pytest.raises(GateFileError, match="unknown consistency model"):
+        gate_file(tmp_path, '[[scenario]]\nmatch = "x"\nconsistency_models = ["serialisable"]\n')
