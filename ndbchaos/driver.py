@@ -43,6 +43,7 @@ class Scenario:
     fault: Callable  # (cluster, rng) -> Fault, its targets drawn with rng
     workload: str = "ledger"
     workload_params: dict = field(default_factory=dict)  # e.g. a transactional workload's read_lock
+    clients: int | None = None  # client processes of one connection each (None: --load-processes x connections)
     expectation: str | None = None  # the engine's expectation family when finer than ``family``
     via_proxy: bool | Callable = False  # clients go through toxiproxy (bool, or a function of the cluster)
     latency_ms: float | None = None  # a latency fault's added latency (client_path)

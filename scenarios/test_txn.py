@@ -31,9 +31,13 @@ from ndbchaos.faults.network import NodeGroupSplit
 from scenarios.test_sqlnode_loss import _lose_one, sql_only
 from ndbchaos.faults.node import Kill, Pause
 
-PLAIN = {"workload": "list_append"}
-LOCKING = {"workload": "list_append", "workload_params": {"read_lock": "update", "precreate": True}}
-REGISTER = {"workload": "rw_register"}
+# eight clients, each a process of its own (one connection), spread over the SQL nodes
+PLAIN = {"workload": "list_append", "clients": 8}
+LOCKING = {"workload": "list_append", "workload_params": {"read_lock": "update", "precreate": True}, "clients": 8}
+# a TEXT value's first 256 bytes are inline, the rest in the parts table: 128 writes per key make
+# lists of up to ~470 bytes, so each key spends the second half of its life there
+TEXT = {"workload": "list_append", "workload_params": {"storage": "text", "max_writes": 128}, "clients": 8}
+REGISTER = {"workload": "rw_register", "clients": 8}
 NO_GROUPS = "Galera has one group holding every replica and no master"
 
 pytestmark = [pytest.mark.txn, pytest.mark.docker]
@@ -76,6 +80,11 @@ SCENARIOS = [
     Scenario("txn_lose_one_sql_node_locking", "sqlnode_loss",
              "transactions (FOR UPDATE on every read) while one SQL node is lost mid-transaction",
              fault=_lose_one, via_proxy=lambda c: not sql_only(c), slow=True, **LOCKING),
+    # the lists in TEXT: all but their first 256 bytes in NDB's hidden parts table, and a SELECT of
+    # a TEXT column takes a shared lock (docs/transactions.md)
+    Scenario("txn_kill_one_data_node_text", "datanode_loss",
+             "transactions (plain reads, lists in TEXT) while one data node is killed",
+             fault=lambda c, rng: Kill(c, one_data_node(c, rng)), slow=True, **TEXT),
     Scenario("txn_register_kill_one_data_node", "datanode_loss",
              "register transactions (plain reads) while one data node is killed",
              fault=lambda c, rng: Kill(c, one_data_node(c, rng)), slow=True, **REGISTER),
