@@ -15,8 +15,9 @@ from pathlib import Path
 
 from . import topology as TP
 from .errors import BlastRadiusError, DockerUnavailable, NdbChaosError
+from .resources import tools_dir
 
-TOOLS_DIR = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools"))
+TOOLS_DIR = tools_dir()
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,8 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..cluster import Cluster
     from ..topology import Node
 
-REPO = Path(__file__).resolve().parents[2]
-COMPOSE_DIR = REPO / "cluster" / "compose"
 #: a kept monitoring connection that fails faster than this was stale (closed by a restart of its
 #: server), not a sign of the server now; the monitoring read timeout is 2 s
 STALE_FAILS_WITHIN_S = 0.5

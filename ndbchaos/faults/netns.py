@@ -26,10 +26,9 @@ from dataclasses import dataclass
 
 from .. import runtime
 from .. import topology as TP
-from ..engines.base import REPO
 from ..errors import BlastRadiusError, NdbChaosError
+from ..resources import BUILD
 
-BUILD = REPO / "cluster" / "images" / "build.sh"
 CHAIN_PREFIX = "NDBCHAOS"
 HELPER_TTL_S = 3600  # a helper left behind by a killed run exits by itself after an hour
 IPT = "iptables -w 5"

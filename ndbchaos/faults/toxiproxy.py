@@ -1,6 +1,6 @@
 """Client-path faults: Toxiproxy in front of the SQL nodes.
 
-The overlay ``cluster/compose/toxiproxy.yml`` adds a toxiproxy container to the cluster (image
+The overlay ``ndbchaos/data/compose/toxiproxy.yml`` adds a toxiproxy container to the cluster (image
 ``ndbchaos/toxiproxy:<hash>``: the static toxiproxy-server v2.12.0 binary alone). One proxy per
 SQL node is created through the API after start; the workload connects to the proxy ports
 instead of the SQL ports:

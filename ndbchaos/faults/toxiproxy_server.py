@@ -13,12 +13,11 @@ from pathlib import Path
 
 from .. import runtime
 from .. import topology as TP
-from ..engines.base import COMPOSE_DIR, REPO
 from ..errors import BlastRadiusError, NdbChaosError, UsageError
+from ..resources import BUILD, COMPOSE_DIR
 from ..waiting import wait_until
 
 OVERLAY = COMPOSE_DIR / "toxiproxy.yml"
-BUILD = REPO / "cluster" / "images" / "build.sh"
 API_PORT = 8474
 SLOT_BASE = 21001
 SLOTS = 8  # container ports 21001-21008 are published by the overlay

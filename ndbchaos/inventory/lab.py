@@ -17,17 +17,16 @@ from pathlib import Path
 
 from .. import runtime
 from .. import topology as TP
-from ..engines.base import REPO
 from ..errors import NdbChaosError
+from ..resources import BUILD, COMPOSE_DIR, LAB_INVENTORY
 from ..waiting import Deadline, wait_until
 from .cluster import InventoryCluster
 from .spec import load
 
 PROJECT = "ndbchaos-lab"
 SUBNET = "10.213.78"
-COMPOSE = REPO / "cluster" / "compose" / "ndb-hosts.yml"
-EXAMPLE = REPO / "examples" / "inventory" / "hosts.yml"
-BUILD = REPO / "cluster" / "images" / "build.sh"
+COMPOSE = COMPOSE_DIR / "ndb-hosts.yml"
+EXAMPLE = LAB_INVENTORY
 BUILD_TIMEOUT_S = 1200
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ndbchaos.engines.base import COMPOSE_DIR, ClusterStatus, NodeStatus
+from ndbchaos.engines.base import ClusterStatus, NodeStatus
+from ndbchaos.resources import COMPOSE_DIR
 from ndbchaos.engines.galera import GaleraEngine
 from ndbchaos.engines.galera import rules as G
 

@@ -11,7 +11,7 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.engines.base import COMPOSE_DIR
+from ndbchaos.resources import COMPOSE_DIR
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb import layout as ndblayout
 from ndbchaos.engines.ndb import rules as ndbrules
@@ -37,7 +37,7 @@ id=4    @10.0.10.10  (mysql-8.0.44 ndb-8.0.44)
 id=5 (not connected, accepting connect from any host)
 """
 
-DEFAULT = [  # (name, role, nodeid, nodegroup) as in cluster/compose/ndb.yml
+DEFAULT = [  # (name, role, nodeid, nodegroup) as in ndbchaos/data/compose/ndb.yml
     ("mgm1", TP.MGM, 1, None), ("mgm2", TP.MGM, 2, None),
     ("data1", TP.DATA, 11, 0), ("data2", TP.DATA, 12, 0), ("data3", TP.DATA, 13, 1), ("data4", TP.DATA, 14, 1),
     ("sql1", TP.SQL, 21, None), ("sql2", TP.SQL, 22, None),

@@ -17,8 +17,9 @@ from ndbchaos.engines.ndb import layout as ndblayout
 from ndbchaos.engines.ndb import rules as ndbrules
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.engines.ndb.config import parse_config_ini, read_config, replace_prefix
+from ndbchaos.resources import COMPOSE_DIR
 
-COMPOSE = Path(__file__).resolve().parents[2] / "cluster" / "compose"
+COMPOSE = COMPOSE_DIR
 LAYOUTS = {
     # file, config, my.cnf, (mgm, data, node groups, sql)
     "default": ("ndb.yml", "ndb/config.ini", "ndb/my.cnf", (2, 4, 2, 2)),

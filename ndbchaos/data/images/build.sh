@@ -14,12 +14,12 @@
 # which takes the official image's commands). Its tag hashes the recipe, the entrypoint and the
 # distribution's content, so another distribution gives another image.
 #
-#   cluster/images/build.sh [galera|tools|toxiproxy|ndb|ndbhost|all]
+#   ndbchaos/data/images/build.sh [galera|tools|toxiproxy|ndb|ndbhost|all]
 #                                                              build what is missing (all: ndb too
 #                                                              when NDBCHAOS_NDB_DIST is set; ndbhost,
 #                                                              the inventory lab's host, on demand)
-#   cluster/images/build.sh --tag NAME                         print the tag the recipe gives NAME
-#   cluster/images/build.sh --check-dist                       validate NDBCHAOS_NDB_DIST (one line)
+#   ndbchaos/data/images/build.sh --tag NAME                         print the tag the recipe gives NAME
+#   ndbchaos/data/images/build.sh --check-dist                       validate NDBCHAOS_NDB_DIST (one line)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 mirror=${NDBCHAOS_DEBIAN_MIRROR:-http://deb.debian.org/debian}

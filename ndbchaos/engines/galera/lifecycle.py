@@ -10,10 +10,9 @@ from pathlib import Path
 from ... import runtime
 from ... import topology as TP
 from ...errors import ClusterNotReady, NdbChaosError, UsageError
+from ...resources import BUILD, COMPOSE_DIR
 from ...waiting import wait_until
-from ..base import COMPOSE_DIR, REPO
 
-BUILD = REPO / "cluster" / "images" / "build.sh"
 
 
 def _put_file(container, path: str, data: bytes) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..base import Expectation
 
-# Timers from cluster/compose/galera/galera.cnf (keep in sync; a unit test checks it).
+# Timers from ndbchaos/data/compose/galera/galera.cnf (keep in sync; a unit test checks it).
 SUSPECT_TIMEOUT = 3.0  # evs.suspect_timeout
 INACTIVE_CHECK = 0.5  # evs.inactive_check_period
 INACTIVE_TIMEOUT = 6.0  # evs.inactive_timeout

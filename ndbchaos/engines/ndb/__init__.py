@@ -3,7 +3,7 @@
 Roles: ``mgm`` = ndb_mgmd (management node and arbitrator, by ArbitrationRank), ``data`` = ndbmtd
 in node groups, ``sql`` = mysqld (the client endpoint, a container of its own). The containers run
 the official image (never built or faked here) or one built from a MySQL Cluster distribution;
-the topology and the test settings are ours: cluster/compose/ndb.yml (+ ndb/config.ini,
+the topology and the test settings are ours: ndbchaos/data/compose/ndb.yml (+ ndb/config.ini,
 ndb/my.cnf) and the small layout ndb-small.yml.
 
 Facts used here are in docs/facts.md, NDB sections 2 (ndb_mgm output), 3 (cluster log), 4 (ndbinfo),

@@ -5,10 +5,10 @@ In order of precedence:
 1. ``ndb_image`` (option) or ``NDBCHAOS_NDB_IMAGE``: exactly that image, never built here;
 2. an official MySQL Cluster image present locally (``OFFICIAL``, first found);
 3. ``NDBCHAOS_NDB_DIST``: a MySQL Cluster binary distribution for Linux (the official generic
-   tarball ``.tar.xz``/``.tar.gz``, or an unpacked one); ``cluster/images/build.sh ndb`` builds
+   tarball ``.tar.xz``/``.tar.gz``, or an unpacked one); ``ndbchaos/data/images/build.sh ndb`` builds
    ``ndbchaos/ndb:<hash>`` from Debian packages plus the distribution's programs, with an
-   entrypoint that takes the official image's commands (``cluster/images/ndb/entrypoint.sh``),
-   so ``cluster/compose/ndb.yml`` runs unchanged on either;
+   entrypoint that takes the official image's commands (``ndbchaos/data/images/ndb/entrypoint.sh``),
+   so ``ndbchaos/data/compose/ndb.yml`` runs unchanged on either;
 4. otherwise the default official name, which is missing: NDB is not available.
 
 The recipe script validates the distribution (exists, is an archive or folder, has the programs,
@@ -26,9 +26,8 @@ from functools import lru_cache
 
 from ... import runtime
 from ...errors import NdbChaosError
-from ..base import REPO
+from ...resources import BUILD
 
-BUILD = REPO / "cluster" / "images" / "build.sh"
 
 #: official images, in the order they are looked for (the Oracle registry's, then Docker Hub's
 #: build of the same recipe, mysql/mysql-docker mysql-cluster/8.4)

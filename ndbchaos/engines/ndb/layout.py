@@ -16,7 +16,7 @@ from pathlib import Path
 from ... import runtime
 from ... import topology as TP
 from ...errors import UsageError
-from ..base import COMPOSE_DIR
+from ...resources import COMPOSE_DIR
 from . import image as ndb_image
 from .config import NdbConfig, read_config, replace_prefix
 

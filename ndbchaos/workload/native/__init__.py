@@ -45,9 +45,11 @@ import threading
 import time
 from array import array
 
+from ... import resources
+
 log = logging.getLogger("ndbchaos")
 
-SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ndc.c")
+SOURCE = str(resources.NATIVE_SOURCE)
 ABI_VERSION = 2  # NDC_VERSION in ndc.c
 BATCH = 4096  # ops per ndc_run call at most (the Python thread folds them, then calls again)
 
@@ -66,11 +68,7 @@ class NativeUnavailable(Exception):
 # -- build and load ------------------------------------------------------------------------------
 
 def tools_dir() -> str:
-    d = os.environ.get("NDBCHAOS_TOOLS")
-    if d:
-        return d
-    cache = os.environ.get("NDBCHAOS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "ndbchaos")
-    return os.path.join(cache, "tools")
+    return str(resources.tools_dir())
 
 
 def source_hash() -> str:

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Entrypoint of the ndbchaos/ndb image (a MySQL Cluster binary distribution on Debian).
 #
-# It takes the commands the official MySQL Cluster image takes, so cluster/compose/ndb.yml runs
+# It takes the commands the official MySQL Cluster image takes, so ndbchaos/data/compose/ndb.yml runs
 # unchanged on either image:
 #
 #   ndb_mgmd [args]      management server, foreground, config from /etc/mysql-cluster.cnf
