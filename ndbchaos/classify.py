@@ -44,18 +44,11 @@ HA_ERR_LOCK_DEADLOCK = 149
 _NEVER_SENT_RE = re.compile(r"initial communication packet|reading authorization packet|"
                             r"handshake|Can't connect|Connection refused|Unknown MySQL server host", re.I)
 
-_engine_rules: tuple = ()
-
-
 def _rules() -> tuple:
-    """The engines' own classifiers (imported on first use: the engine packages import the SQL
-    client, which imports this module)."""
-    global _engine_rules
-    if not _engine_rules:
-        from .engines.galera import errors as galera_errors
-        from .engines.ndb import errors as ndb_errors
-        _engine_rules = (ndb_errors.classify, galera_errors.classify)
-    return _engine_rules
+    """The engines' own classifiers, from the engine registry (imported on first use: the engine
+    packages import the SQL client, which imports this module)."""
+    from .engines import error_rules
+    return error_rules()
 
 
 def classify(engine: str, errno: int | None, message: str = "") -> tuple[str | None, int | None]:

@@ -34,38 +34,35 @@ import datetime as _dt
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from ..engines.galera import logs as _galera
-from ..engines.ndb import logs as _ndb
+from ..engines import ENGINES, log_reader
 from ..errors import UsageError
 
-ENGINES = ("ndb", "galera")
-KINDS = {"ndb": _ndb.KINDS, "galera": _galera.KINDS}
+
+def kinds(engine: str) -> tuple:
+    """The event kinds the engine's reader knows."""
+    return tuple(_reader(engine).KINDS)
 
 
-def _check(engine: str) -> str:
+def _reader(engine: str):
     if engine not in ENGINES:
-        raise UsageError(f"unknown engine {engine!r} for events (expected ndb or galera)")
-    return engine
+        raise UsageError(f"unknown engine {engine!r} for events (expected {' or '.join(ENGINES)})")
+    return log_reader(engine)
 
 
 def parse_line(line: str, engine: str = "ndb", reporter: int | None = None, keep_other: bool = False) -> dict | None:
-    if _check(engine) == "ndb":
-        return _ndb.parse_line(line, reporter=reporter, keep_other=keep_other)
-    return _galera.parse_line(line, keep_other=keep_other)
+    return _reader(engine).parse_line(line, reporter=reporter, keep_other=keep_other)
 
 
 def parse_lines(lines: Iterable[str], engine: str = "ndb", reporter: int | None = None,
                 keep_other: bool = False) -> Iterator[dict]:
-    if _check(engine) == "ndb":
-        return _ndb.parse_lines(lines, reporter=reporter, keep_other=keep_other)
-    return _galera.parse_lines(lines, keep_other=keep_other)
+    return _reader(engine).parse_lines(lines, reporter=reporter, keep_other=keep_other)
 
 
 def parse_file(path: str | Path, engine: str = "ndb", reporter: int | None = None,
                keep_other: bool = False) -> Iterator[dict]:
     """Events of a log file, in file order. Raises UsageError (one line) when the file cannot be
     opened; undecodable bytes are replaced, never fatal."""
-    _check(engine)
+    _reader(engine)
     p = Path(path)
     try:
         fh = open(p, "r", encoding="utf-8", errors="replace")

@@ -29,7 +29,7 @@ from ndbchaos import runtime
 from ndbchaos.engines import get_engine
 from ndbchaos.engines.ndb import image as ndb_image
 from ndbchaos.engines.ndb.layout import LAYOUTS
-from ndbchaos.events import KINDS
+from ndbchaos.events import kinds as event_kinds
 
 pytestmark = [pytest.mark.ndb_contract, pytest.mark.docker]
 
@@ -116,7 +116,7 @@ def test_cluster_log_events(cluster, follower):
     evs = follower.poll()
     assert not follower.errors, follower.errors
     kinds = {e["kind"] for e in evs}
-    assert kinds <= set(KINDS["ndb"])
+    assert kinds <= set(event_kinds("ndb"))
     started = {e["node"] for e in evs if e["kind"] == "node_started"}
     assert started >= {11, 12, 13, 14}, sorted(kinds)
     assert any(e["kind"] == "start_phase_completed" and e["start_type"] == "initial start" for e in evs)

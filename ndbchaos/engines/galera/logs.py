@@ -145,7 +145,7 @@ def _event(time, level, kind, fields, text) -> dict:
     return ev
 
 
-def parse_line(line: str, keep_other: bool = False) -> dict | None:
+def parse_line(line: str, reporter: int | None = None, keep_other: bool = False) -> dict | None:
     """A single line -> event (single-line events only; see GaleraLogParser for the blocks)."""
     if not line.strip():
         return None
@@ -195,7 +195,7 @@ class GaleraLogParser:
             self._block = {"type": "view", "time": time, "level": level, "fields": {}, "members": None,
                            "started": False, "lines": []}
             return out
-        ev = parse_line(raw, self.keep_other)
+        ev = parse_line(raw, keep_other=self.keep_other)
         if ev is not None:
             out.append(ev)
         return out
@@ -282,7 +282,7 @@ class GaleraLogParser:
         return [ev] if ev is not None else []
 
 
-def parse_lines(lines: Iterable[str], keep_other: bool = False) -> Iterator[dict]:
+def parse_lines(lines: Iterable[str], reporter: int | None = None, keep_other: bool = False) -> Iterator[dict]:
     p = GaleraLogParser(keep_other)
     for ln in lines:
         yield from p.feed(ln)
