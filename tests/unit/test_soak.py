@@ -74,7 +74,7 @@ def test_the_menu_follows_the_engine():
 # -- the menu on each engine and backend: the catalogue's own soak --------------------------------
 
 def _soak_mixed():
-    from scenarios.test_soak import SOAKS
+    from ndbchaos.catalogue.test_soak import SOAKS
     (sk,) = [x for x in SOAKS if x.name == "soak_mixed"]
     return sk
 
