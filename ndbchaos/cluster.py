@@ -149,7 +149,7 @@ class Cluster:
         return self.topology
 
     def engine_sql_roles(self) -> tuple[str, ...]:
-        return getattr(self.engine, "sql_roles", (TP.SQL,))
+        return self.engine.sql_roles
 
     def container(self, node: Node | str):
         """The docker-py container of a node, refusing anything outside this project."""

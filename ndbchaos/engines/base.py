@@ -12,7 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..cluster import Cluster
@@ -77,6 +77,30 @@ class Expectation:
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
+
+
+# -- abilities an engine may have (checked with isinstance, never by the engine's name) -------
+
+@runtime_checkable
+class ManagementClient(Protocol):
+    """A management client (NDB's ndb_mgm): ``mgm(cluster, command, timeout=...)`` -> (exit code,
+    output, the management node that answered)."""
+
+    def mgm(self, cluster: "Cluster", command: str, node=None, timeout: float = ...) -> tuple: ...
+
+
+@runtime_checkable
+class ClusterLog(Protocol):
+    """A cluster log a fault can follow while it acts (NDB's management nodes' log)."""
+
+    def cluster_log_follower(self, cluster: "Cluster", node=None, keep_other: bool = False): ...
+
+
+@runtime_checkable
+class InventoryCheck(Protocol):
+    """Checks of its own on an existing cluster described by an inventory (notes to record)."""
+
+    def check_inventory(self, cluster) -> list[str]: ...
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import time
 
 from .. import runtime
 from .. import topology as TP
+from ..engines.base import ClusterLog, ManagementClient
 from ..errors import UsageError
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective, FaultUnsupported
@@ -36,11 +37,10 @@ _REFUSED = ("error", "failed", "not allowed", "unknown command")
 def _mgm(cluster, command: str, timeout: float) -> tuple[str, str]:
     """Run one ndb_mgm command; (output, the management node that answered). A refusal is
     FaultNotEffective with the client's own last line."""
-    mgm = getattr(cluster.engine, "mgm", None)
-    if mgm is None:
+    if not isinstance(cluster.engine, ManagementClient):
         raise FaultUnsupported(f"ndb_mgm '{command}': {cluster.engine.name} has no management client",
                                reason=f"management-client faults are NDB's; {cluster.engine.name} has none")
-    code, out, src = mgm(cluster, command, timeout=timeout)
+    code, out, src = cluster.engine.mgm(cluster, command, timeout=timeout)
     lines = [ln.strip() for ln in (out or "").strip().splitlines() if ln.strip()]
     said = [ln for ln in lines if not ln.lower().startswith(("connected to", "ndb_mgm>"))]
     if code != 0 or any(w in ln.lower() for ln in said for w in _REFUSED):
@@ -294,8 +294,7 @@ class KillDuringBackup(Kill):
         self.window.params["command"] = "START BACKUP WAIT STARTED"
 
     def _prepare(self) -> None:
-        follower = getattr(self.cluster.engine, "cluster_log_follower", None)
-        if follower is None:
+        if not isinstance(self.cluster.engine, ClusterLog):
             raise FaultUnsupported(f"{self.kind}: {self.cluster.engine.name} has no cluster log to follow a backup in",
                                    reason=f"an online backup is NDB's; {self.cluster.engine.name} has none")
         if self.ballast_mb:
@@ -303,7 +302,7 @@ class KillDuringBackup(Kill):
             self.window.params["ballast"] = ballast.ensure(self.cluster, self.ballast_mb)
         running = [n for n in sorted(self.cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
                    if runtime.container_state(self.cluster.container(n)) == "running"]
-        self._log = follower(self.cluster, running[0] if running else None)
+        self._log = self.cluster.engine.cluster_log_follower(self.cluster, running[0] if running else None)
         self._log.seek_end()
 
     def _apply(self) -> None:

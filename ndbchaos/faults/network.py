@@ -128,7 +128,7 @@ class RoleSplit(Partition):
 
     def __init__(self, cluster, roles_a: Sequence[str], roles_b: Sequence[str], **kw):
         cluster.topology or cluster.discover()
-        sql_roles = set(getattr(cluster.engine, "sql_roles", (TP.SQL,)))
+        sql_roles = set(cluster.engine.sql_roles)
 
         def side(roles):
             roles = set(roles)

@@ -191,8 +191,7 @@ class Master(Selector):
     kind: str = "master"
 
     def _resolve(self, cluster):
-        fn = getattr(cluster.engine, "master_node", None)
-        node = fn(cluster) if fn else None
+        node = cluster.engine.master_node(cluster)  # None where the engine has no master
         if node is None:
             raise UsageError(f"engine {cluster.engine.name} has no master/president data node")
         return [node]

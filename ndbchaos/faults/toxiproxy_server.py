@@ -183,7 +183,7 @@ def slots(cluster) -> dict[str, int]:
 
 
 def proxy_specs(cluster) -> list[dict]:
-    port = getattr(cluster.engine, "sql_private_port", 3306)
+    port = cluster.engine.sql_private_port
     topo = cluster.topology
     return [{"name": name, "listen": f"0.0.0.0:{slot}", "upstream": f"{topo.node(name).container}:{port}",
              "enabled": True} for name, slot in slots(cluster).items()]

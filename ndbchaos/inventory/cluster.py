@@ -17,7 +17,7 @@ import time
 
 from .. import topology as TP
 from ..cluster import Cluster
-from ..engines.base import ClusterStatus, Engine
+from ..engines.base import ClusterStatus, Engine, InventoryCheck
 from ..errors import BlastRadiusError, NdbChaosError
 from ..faults import netns
 from ..topology import Node, Topology
@@ -119,9 +119,8 @@ class InventoryCluster(Cluster):
         for problem in netns.parallel(find, [self.handles[n.name] for n in self.inventory.nodes]):
             if problem:
                 raise InventoryError(problem)
-        check = getattr(self.engine, "check_inventory", None)
-        if check is not None:
-            for note in check(self):
+        if isinstance(self.engine, InventoryCheck):
+            for note in self.engine.check_inventory(self):
                 self.note("inventory", detail=note)
 
     def discover(self) -> Topology:
