@@ -94,6 +94,45 @@ class ClientOptions:
     extra: dict = field(default_factory=dict)
 
 
+# -- the client loop's contract: what a failed operation means, for both drivers --------------
+
+#: errors after which the connection is dropped and made again (besides a statement never sent
+#: and an error of unknown outcome): lost or refused, or Galera's node not ready (1047)
+RECONNECT_ERRNOS = frozenset({2006, 2013, 2055, 2003, 1047})
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What the client loop does after an operation failed (``failure``): record it as
+    ``type`` with ``cls``/``code``, retire the process when it is ``info`` (Jepsen: a process
+    with an indeterminate operation never runs again), drop the connection when ``reconnect``
+    (and move to the next SQL node with failover), and retry it when ``retryable`` and retries
+    are left. The Python loop here and the native driver's (``workload.native``) both follow it."""
+
+    errno: int | None
+    message: str
+    cls: str | None
+    code: int | None
+    type: str  # fail | info
+    reconnect: bool
+    retryable: bool
+
+    @property
+    def retire(self) -> bool:
+        return self.type == "info"
+
+
+def failure(engine: str, errno: int | None, message: str, is_write: bool, sent: bool,
+            workload_outcome: str | None = None) -> Failure:
+    """The contract: classify the error (``ndbchaos.classify``); a write that may have been
+    applied (sent, unknown class) is ``info`` unless the workload knows better
+    (``workload_outcome``: a transaction that failed before its COMMIT is ``fail``)."""
+    cls, code = classify(engine, errno, message)
+    typ = workload_outcome or outcome(is_write and sent, cls)
+    reconnect = (not sent) or cls == "unknown" or errno in RECONNECT_ERRNOS
+    return Failure(errno, message, cls, code, typ, reconnect, cls == "temporary")
+
+
 # -- worker process --------------------------------------------------------------------------
 
 def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, stop, rec, live, live_idx):
@@ -142,15 +181,14 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             # a workload may know better than the error's class: a transaction that failed
             # before its COMMIT was sent did not take effect (``outcome = "fail"``, ``cause``)
             errno, msg = error_fields(getattr(e, "cause", e))
-            cls, code = classify(opts.engine, errno, msg)
-            typ = getattr(e, "outcome", None) or outcome(is_write and sent, cls)
+            fl = failure(opts.engine, errno, msg, is_write, sent, getattr(e, "outcome", None))
             if record:
                 from ..history import ErrorInfo
-                record(process, f, value, typ, t0 - mono0, t1 - mono0, ep.node, ErrorInfo(errno, code, cls, msg))
-            if typ == "info":
-                process += n_slots  # Jepsen: a process with an indeterminate op is retired
-            lost_conn = (not sent) or cls == "unknown" or errno in (2006, 2013, 2055, 2003, 1047)
-            if lost_conn:
+                record(process, f, value, fl.type, t0 - mono0, t1 - mono0, ep.node,
+                       ErrorInfo(errno, fl.code, fl.cls, msg))
+            if fl.retire:
+                process += n_slots
+            if fl.reconnect:
                 try:
                     if conn is not None:
                         conn.close()
@@ -159,7 +197,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
                 conn = cur = None
                 if opts.failover and len(endpoints) > 1:
                     ep_i = (ep_i + 1) % len(endpoints)
-            if cls == "temporary" and retry_left > 0:
+            if fl.retryable and retry_left > 0:
                 retry_left -= 1
                 pending = (f, value, is_write)
             stop.wait(backoff)

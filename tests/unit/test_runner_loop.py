@@ -138,3 +138,34 @@ def test_a_worker_that_died_mid_run_leaves_every_chunk_it_spilled(tmp_path):
     out._fh.close()  # the worker is gone: no end block, the last 10 ops never written
     h = History.read_parts([path], "ledger")
     assert len(h) == R.SPILL_OPS
+
+
+@pytest.mark.parametrize("engine,errno,msg,is_write,sent,wl,expect", [
+    # a write in flight when the connection was lost: may have been applied -> info, reconnect
+    ("ndb", 2013, "Lost connection to MySQL server during query", True, True, None, ("info", True, False)),
+    # never sent (connect refused) -> fail, reconnect, may be retried
+    ("galera", 2003, "Can't connect to MySQL server", True, False, None, ("fail", True, True)),
+    # NDB temporary error (node failure abort before commit) -> fail, the connection kept
+    ("ndb", 1297, "Got temporary error 286 'Node failure caused abort of transaction' from NDBCLUSTER", True, True,
+     None, ("fail", False, True)),
+    # NDB 4010: of unknown outcome (docs/ndb.md finding 22) -> info, reconnect
+    ("ndb", 1297, "Got temporary error 4010 'Node failure caused abort of transaction' from NDBCLUSTER", True, True,
+     None, ("info", True, False)),
+    # a read that failed is never info
+    ("ndb", 2013, "Lost connection to MySQL server during query", False, True, None, ("fail", True, False)),
+    # the workload knows better: a transaction that failed before its COMMIT -> fail
+    ("ndb", 2013, "Lost connection to MySQL server during query", True, True, "fail", ("fail", True, False)),
+    ("galera", 1047, "WSREP has not yet prepared node for application use", True, True, None, ("fail", True, True)),
+])
+def test_the_client_loop_contract(engine, errno, msg, is_write, sent, wl, expect):
+    """One contract for the Python loop and the native driver's (both call runner.failure)."""
+    fl = R.failure(engine, errno, msg, is_write, sent, wl)
+    assert (fl.type, fl.reconnect, fl.retryable) == expect
+    assert fl.retire == (fl.type == "info")
+
+
+def test_both_drivers_follow_the_same_contract():
+    import inspect
+    from ndbchaos.workload import native
+    assert "failure(" in inspect.getsource(R._connection_loop)
+    assert "failure(" in inspect.getsource(native.connection_loop)

@@ -276,10 +276,9 @@ class _Err:
 def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx, capacity: int = BATCH) -> int:
     """One connection, as ``runner._connection_loop`` (same arguments) but with the statements
     run by ndc_run; ``stop`` is the worker's threading.Event."""
-    from ...classify import classify, outcome
     from ...history import ErrorInfo
     from ...sqlconn import _secs, error_fields
-    from ..runner import SPILL_OPS
+    from ..runner import SPILL_OPS, failure
     lib = load()
     op, sql, pool, is_write, f = plan(wl)
     stop_flag = ctypes.c_int32(0)
@@ -342,15 +341,13 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
                     break
                 continue
             errno, msg = error_fields(_Err(s.fail_errno, s.fail_msg.decode("utf-8", "replace")))
-            cls, code = classify(opts.engine, errno, msg)
-            sent = bool(s.fail_sent)
-            typ = outcome(is_write and sent, cls)
+            fl = failure(opts.engine, errno, msg, is_write, bool(s.fail_sent))  # the same contract
             if record:
-                rec.append(s.process, f, s.fail_value, typ, s.fail_start, s.fail_end, ep.node,
-                           ErrorInfo(errno, code, cls, msg))
-            if typ == "info":
-                s.process += n_slots  # Jepsen: a process with an indeterminate op is retired
-            if (not sent) or cls == "unknown" or errno in (2006, 2013, 2055, 2003, 1047):
+                rec.append(s.process, f, s.fail_value, fl.type, s.fail_start, s.fail_end, ep.node,
+                           ErrorInfo(errno, fl.code, fl.cls, msg))
+            if fl.retire:
+                s.process += n_slots
+            if fl.reconnect:
                 s.close_conn = 1
                 if opts.failover and len(endpoints) > 1:
                     ep_i = (ep_i + 1) % len(endpoints)
@@ -359,7 +356,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
                     point_live(ep.node)
             if not s.fail_retried:
                 retry_left = opts.retries
-            if cls == "temporary" and retry_left > 0:
+            if fl.retryable and retry_left > 0:
                 retry_left -= 1
                 s.retry = 1
             stop.wait(backoff)
