@@ -32,7 +32,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # one line, as for any other bad input
+        who = " ".join(filter(None, ("ndbchaos", getattr(args, "command", None))))
+        print(f"{who}: unrecognized arguments: {' '.join(extra)}", file=sys.stderr)
+        return 2
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
