@@ -121,6 +121,16 @@ def register(name: str, fn: Checker, workload: str | None = None) -> None:
     target[:] = [(n, f) for n, f in target if n != name] + [(name, fn)]
 
 
+def workload_checkers(history: History) -> list[tuple[str, Checker]]:
+    """The workload's own checkers: registered for its name, or, for a project's workload
+    (``ndbchaos.workload.app``), those its recorded declaration asks for (``checks.app``)."""
+    found = BY_WORKLOAD.get(history.workload)
+    if found is None:
+        from . import app
+        found = app.checkers(history)
+    return found
+
+
 def resolve_options(options: dict | None) -> dict:
     opts = dict(DEFAULT_OPTIONS)
     for k, v in (options or {}).items():
@@ -149,7 +159,7 @@ def check_history(history: History, windows=None, options: dict | None = None, r
     opts = resolve_options(options)
     fr = build_frame(history, windows)
     verdicts = []
-    for name, fn in GENERIC + (BY_WORKLOAD.get(history.workload, []) if workload_checks else []):
+    for name, fn in GENERIC + (workload_checkers(history) if workload_checks else []):
         v = _guarded(name, fn, fr, opts)
         if v.name != name:
             v.name = name

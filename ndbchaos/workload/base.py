@@ -32,7 +32,9 @@ class Workload:
             raise UsageError(f"workload {self.name}: unknown parameter(s) {', '.join(sorted(unknown))}")
         self.params = {**self.defaults, **params}
 
-    def spec(self) -> tuple[str, dict]:
+    def spec(self) -> tuple:
+        """``(name, params)`` a worker process rebuilds the workload from; a project's workload adds
+        its class's ``module:qualname`` (``ndbchaos.workload.app``), imported there again."""
         return self.name, dict(self.params)
 
     # -- schema and data --------------------------------------------------------------------
@@ -62,6 +64,11 @@ class Workload:
 
     def execute(self, cur, f: str, value: Any) -> Any:
         raise NotImplementedError
+
+    def redo_indeterminate(self, f: str) -> int:
+        """How many times the client does ``f`` again, with the same value, when its outcome is
+        unknown (``info``): an idempotent operation, as an application retries it. Default none."""
+        return 0
 
     # -- after the load stops -----------------------------------------------------------------
     def final_reads(self) -> list[tuple[str, Any]]:

@@ -156,6 +156,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
         if pending is None:
             f, value, is_write = wl.next_op(rng, slot)
             retry_left = opts.retries
+            redone = 0
         else:
             f, value, is_write = pending
             pending = None
@@ -200,6 +201,9 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             if fl.retryable and retry_left > 0:
                 retry_left -= 1
                 pending = (f, value, is_write)
+            elif fl.type == "info" and redone < wl.redo_indeterminate(f):  # idempotent: done again, same value
+                redone += 1
+                pending = (f, value, is_write)
             stop.wait(backoff)
             backoff = min(backoff * 2, opts.backoff_max)
     try:
@@ -212,8 +216,10 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
 
 def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx, spool,
                 shared=None):
-    from . import get_workload
-    name, params = spec
+    from . import get_workload, workload_class
+    name, params = spec[:2]
+    if len(spec) > 2:  # a project's workload: its class imported here again (module:qualname)
+        workload_class(spec[2])
     recs, threads, counts = [], [], []
     # The loops test their stop flag once per operation: on a multiprocessing Event that is a lock
     # and a semaphore round trip (~2 us), on a threading Event an attribute read. Mirror it, by
