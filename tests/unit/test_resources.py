@@ -61,3 +61,37 @@ def test_image_tags_do_not_depend_on_where_the_recipes_are(tmp_path):
         there = subprocess.run(["bash", str(copy / "build.sh"), "--tag", name], capture_output=True, text=True,
                                check=True, cwd=tmp_path)
         assert here.stdout == there.stdout and here.stdout.startswith(f"ndbchaos/{name}:")
+
+
+def test_the_wheel_ships_what_the_library_runs(tmp_path):
+    """A wheel built from this tree holds the package data, the license and the entry points."""
+    import importlib.metadata
+    import sys
+    import zipfile
+    try:
+        if int(importlib.metadata.version("setuptools").split(".")[0]) < 77:
+            pytest.skip("setuptools >= 77 is needed to build the wheel")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("setuptools is not installed")
+    root = resources.PACKAGE_DIR.parent
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(root / name, src / name)
+    shutil.copytree(resources.PACKAGE_DIR, src / "ndbchaos", ignore=shutil.ignore_patterns("__pycache__"))
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", str(src),
+                        "-w", str(tmp_path / "dist")], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    (wheel,) = (tmp_path / "dist").glob("ndbchaos-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    pkg = resources.PACKAGE_DIR
+    for p in (resources.BUILD, resources.LAB_INVENTORY, resources.NATIVE_SOURCE, *resources.COMPOSE_DIR.rglob("*"),
+              *resources.IMAGES_DIR.rglob("*"), pkg / "catalogue" / "test_datanode_loss.py", pkg / "py.typed"):
+        if p.is_file():
+            assert "ndbchaos/" + str(p.relative_to(pkg)) in names, p
+    meta = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    entry = zipfile.ZipFile(wheel).read(meta).decode()
+    assert "ndbchaos = ndbchaos.cli:main" in entry and "ndbchaos = ndbchaos.pytest_plugin" in entry
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    info = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in info and f"Version: {ndbchaos.__version__}" in info
