@@ -10,7 +10,8 @@ def register(sub) -> None:
                                    "(needs NDBCHAOS_NDB_DIST). down: remove the hosts. See docs/inventory.md.")
     p.add_argument("action", choices=("up", "down"))
     p.add_argument("--inventory", default=None, metavar="FILE",
-                   help="the inventory whose start commands start the cluster (default examples/inventory/hosts.yml)")
+                   help="the inventory whose start commands start the cluster (default: the lab's, shipped in the "
+                        "package: ndbchaos/data/inventory/hosts.yml; examples/inventory/hosts.yml in a checkout)")
     p.set_defaults(func=run)
 
 
