@@ -15,6 +15,8 @@ saved run as the live run was judged:
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import UNKNOWN, Verdict
 from ..history import History, HistoryFormatError
 from .frame import FAIL, INFO, OK, Frame, build_frame
@@ -46,7 +48,6 @@ def _positions(fr: Frame, names) -> list[int]:
     codes = [i for i, n in enumerate(fr.f_names) if n in names]
     if not codes:
         return []
-    import numpy as np
     return np.flatnonzero(np.isin(fr.f, codes)).tolist()
 
 
