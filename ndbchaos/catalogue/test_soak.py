@@ -29,12 +29,18 @@ def declared(*names: str) -> tuple:
     return tuple(catalogue[n] for n in names)
 
 
+#: the faults a cluster survives, of five kinds: a node dies, hangs, leaves; the arbitrator dies;
+#: an SQL node dies; a data node is cut off
+SURVIVABLE = ("kill_one_data_node", "freeze_one_data_node", "graceful_stop_one_data_node", "kill_arbitrator",
+              "lose_one_sql_node", "isolate_one_data_node")
+
 SOAKS = [
-    # The faults a cluster survives, of five kinds: a node dies, hangs, leaves; the arbitrator
-    # dies; an SQL node dies; a data node is cut off.
     Soak("soak_mixed", "steady load under a seeded random schedule of survivable faults",
-         menu=declared("kill_one_data_node", "freeze_one_data_node", "graceful_stop_one_data_node",
-                       "kill_arbitrator", "lose_one_sql_node", "isolate_one_data_node")),
+         menu=declared(*SURVIVABLE)),
+    # The same schedule under transactions (plain reads): the anomaly checker judges the whole
+    # run against the engine's promise (docs/transactions.md), as in the txn scenarios.
+    Soak("soak_txn", "transactions under a seeded random schedule of survivable faults",
+         menu=declared(*SURVIVABLE), workload="list_append"),
 ]
 
 
