@@ -3,18 +3,21 @@ its header; writing and reading the interchange format (JSON Lines, optionally g
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import json
 import struct
 from array import array
+from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
 from .columns import Columns, _Ints, _IntsRef
 from .columnar import MAGIC
-from .jsonl import VALUE_VALIDATORS, _Lines, _num, _parse_error, _parse_op, parse_header
+from .jsonl import VALUE_VALIDATORS, _Source, _num, _parse_error, _parse_op, parse_header
+from .scan import ChunkLoader
 from .model import COLUMNAR_SUFFIX, FORMAT_VERSION, NO_INT, TYPE_CODE, ErrorInfo, HistoryFormatError, Op
 
 
@@ -383,70 +386,99 @@ class History:
 
     @classmethod
     def load(cls, fh, name: str = "<history>") -> "History":
-        """Read the interchange format from an open file (text or binary lines)."""
-        lines = _Lines(fh, name)
-        first = lines.next()
+        """Read the interchange format from an open file (binary or text). The op lines are read
+        a chunk at a time (``scan``): those in the shape ``dump`` writes column by column, the
+        others with orjson; a chunk with anything wrong in it line by line, naming the line."""
+        src = _Source(fh, name)
+        first = src.header()
         if first is None or not first.strip():
             raise HistoryFormatError(f"{name}:1: empty file, expected a header line")
         try:
-            head = json.loads(lines.text(first, 1))
+            head = json.loads(src.text(first, 1))
         except ValueError as e:
             raise HistoryFormatError(f"{name}:1: header is not JSON: {e}") from None
         workload, params, run = parse_header(head, f"{name}:1")
         h = cls(workload, params)
         h.run = run
         check_value = VALUE_VALIDATORS.get(head["workload"])
-        add = h.cols.append
-        while True:
-            batch, first_lineno = lines.batch(4096)
-            if not batch:
-                break
-            parsed = None
-            joined = b"[" + b",".join(batch) + b"]" if type(batch[0]) is bytes else "[" + ",".join(batch) + "]"
-            for loads in _LOADS:  # one parse per batch: orjson, else (big ints, NaN ...) json
-                try:
-                    parsed = loads(joined)
-                except ValueError:
-                    continue
-                if loads is not json.loads and _any_big_float(parsed):
-                    parsed = None
-                    continue  # orjson turns integers beyond 64 bits into floats: json keeps them
-                if len(parsed) != len(batch):
-                    parsed = None
-                break
-            del joined
-            linenos = None
-            if parsed is None:  # find the bad line (or skip blank lines) one by one
-                parsed, linenos = [], []
-                for k, line in enumerate(batch):
-                    text = lines.text(line, first_lineno + k)
-                    if not text.strip():
-                        continue
-                    try:
-                        parsed.append(json.loads(text))
-                    except ValueError as e:
-                        raise HistoryFormatError(f"{name}:{first_lineno + k}: not JSON: {e}") from None
-                    linenos.append(first_lineno + k)
-            if linenos is None and _fast_batch(h.cols, parsed, check_value):
-                continue
-            flat: list = []
-            try:
-                for k, d in enumerate(parsed):
-                    row = _parse_op(d)
-                    if check_value is not None:
-                        check_value(row[1], row[3], row[2])
-                    flat += row
-                h.cols.extend_flat(flat)
-            except (KeyError, TypeError, ValueError, OverflowError, struct.error) as e:
-                err = e
-                if len(flat) == 8 * len(parsed):  # every op parsed: a storage limit was hit
-                    k = 0
-                    try:
-                        for k in range(len(parsed)):
-                            add(*flat[8 * k: 8 * k + 8])
-                    except (KeyError, TypeError, ValueError, OverflowError) as e2:
-                        err = e2
-                lineno = linenos[k] if linenos is not None else first_lineno + k
-                what = f"missing field {err}" if isinstance(err, KeyError) else str(err)
-                raise HistoryFormatError(f"{name}:{lineno}: bad operation: {what}") from None
+
+        def by_line(buf: bytes, first_lineno: int) -> int:
+            return _load_lines(h.cols, buf, first_lineno, src, check_value)
+        loader = ChunkLoader(h.cols, check_value, by_line, name)
+        with _gc_paused():  # few containers are built; the collector would only scan them
+            for buf in src.chunks():
+                src.lineno += loader.feed(buf, src.lineno + 1)
         return h
+
+
+@contextmanager
+def _gc_paused():
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _load_lines(cols: Columns, buf: bytes, first_lineno: int, src: _Source, check_value) -> int:
+    """Append a chunk of op lines (buf, ending with a newline) in batches of 4096 lines: one
+    orjson parse per batch (json for a batch orjson cannot take exactly), then ``_fast_batch``;
+    op by op when that fails, naming the first bad line. Returns the number of lines."""
+    name = src.name
+    add = cols.append
+    lines = buf.split(b"\n")
+    lines.pop()  # after the last newline
+    for off in range(0, len(lines), 4096):
+        batch = lines[off:off + 4096]
+        first = first_lineno + off
+        parsed = None
+        joined = b"[" + b",".join(batch) + b"]"
+        for loads in _LOADS:  # one parse per batch: orjson, else (big ints, NaN ...) json
+            try:
+                parsed = loads(joined)
+            except ValueError:
+                continue
+            if loads is not json.loads and _any_big_float(parsed):
+                parsed = None
+                continue  # orjson turns integers beyond 64 bits into floats: json keeps them
+            if len(parsed) != len(batch):
+                parsed = None
+            break
+        del joined
+        linenos = None
+        if parsed is None:  # find the bad line (or skip blank lines) one by one
+            parsed, linenos = [], []
+            for k, line in enumerate(batch):
+                text = src.text(line, first + k)
+                if not text.strip():
+                    continue
+                try:
+                    parsed.append(json.loads(text))
+                except ValueError as e:
+                    raise HistoryFormatError(f"{name}:{first + k}: not JSON: {e}") from None
+                linenos.append(first + k)
+        if linenos is None and _fast_batch(cols, parsed, check_value):
+            continue
+        flat: list = []
+        try:
+            for k, d in enumerate(parsed):
+                row = _parse_op(d)
+                if check_value is not None:
+                    check_value(row[1], row[3], row[2])
+                flat += row
+            cols.extend_flat(flat)
+        except (KeyError, TypeError, ValueError, OverflowError, struct.error) as e:
+            err = e
+            if len(flat) == 8 * len(parsed):  # every op parsed: a storage limit was hit
+                k = 0
+                try:
+                    for k in range(len(parsed)):
+                        add(*flat[8 * k: 8 * k + 8])
+                except (KeyError, TypeError, ValueError, OverflowError) as e2:
+                    err = e2
+            lineno = linenos[k] if linenos is not None else first + k
+            what = f"missing field {err}" if isinstance(err, KeyError) else str(err)
+            raise HistoryFormatError(f"{name}:{lineno}: bad operation: {what}") from None
+    return len(lines)

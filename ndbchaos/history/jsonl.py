@@ -4,12 +4,11 @@ the line of a decoding failure, and the checks of each operation line and worklo
 from __future__ import annotations
 
 import gzip
-import io
 import math
-from itertools import islice
 import zlib
 from typing import Any, Callable
 
+from .columns import _Ints
 from .model import CLASS_CODE, FORMAT_VERSION, TYPE_CODE, ErrorInfo, HistoryFormatError
 
 
@@ -18,22 +17,32 @@ def _num(x: float) -> str:
     return repr(r) if math.isfinite(r) else "null"
 
 
-class _Lines:
-    """Line reader that turns decoding and decompression failures into ``path:line:`` errors."""
+#: bytes read at a time (whole lines are handed on; a longer line is handed on alone)
+CHUNK = 1 << 22
 
-    def __init__(self, fh, name: str):
-        self._it = iter(fh)
-        #: an uncompressed binary file: lines are read in bulk (``batch``)
-        self._plain = isinstance(fh, io.BufferedReader)
+
+class _Source:
+    """Reads a history file in chunks of whole lines (``header``, then ``chunks``), and turns
+    decoding and decompression failures into ``path:line:`` errors. A read failure is raised
+    once the complete lines read before it were handed on, naming the line it cut."""
+
+    def __init__(self, fh, name: str, size: int | None = None):
+        read1 = getattr(fh, "read1", None)  # one read of the underlying stream: data comes
+        self._read = read1 if read1 is not None else fh.read  # up to a failure, not lost with it
         self.name = name
+        self.size = size or CHUNK
         self.lineno = 0  # lines handed out so far
+        self._pend: list[bytes] = []  # bytes read after the last line handed out (no newline)
+        self._rest = b""  # what the header's read brought after the header
+        self._err: BaseException | None = None
+        self._eof = False
 
     def _fail(self, e: BaseException, n: int | None = None):
         n = self.lineno + 1 if n is None else n
         if isinstance(e, EOFError):
             why = "compressed stream is truncated (at or before this line)"
-        elif isinstance(e, UnicodeDecodeError):
-            why = f"not UTF-8 text ({e.reason})"
+        elif isinstance(e, UnicodeError):
+            why = f"not UTF-8 text ({getattr(e, 'reason', e)})"
         elif isinstance(e, (zlib.error, gzip.BadGzipFile)):
             why = f"corrupt compressed data ({e}) (at or before this line)"
         else:
@@ -48,35 +57,85 @@ class _Lines:
                 self._fail(e, lineno)
         return line
 
-    def next(self):
-        try:
-            line = next(self._it)
-        except StopIteration:
-            return None
-        except (EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
-            self._fail(e)
-        self.lineno += 1
-        return line
-
-    def batch(self, n: int) -> tuple[list, int]:
-        first = self.lineno + 1
-        if self._plain:  # no decompression or decoding error can come mid-batch: take n at once
+    def _more(self) -> bytes:
+        """Up to ``size`` more bytes; b"" at the end or after a read failure (kept in _err)."""
+        if self._eof or self._err is not None:
+            return b""
+        out, got = [], 0
+        while got < self.size:
             try:
-                out = list(islice(self._it, n))
-            except OSError as e:
-                self._fail(e, first)
-            self.lineno += len(out)
-            return out, first
-        out = []
-        try:
-            for line in self._it:
-                out.append(line)
-                self.lineno += 1
-                if len(out) >= n:
-                    break
-        except (EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
-            self._fail(e)
-        return out, first
+                data = self._read(self.size - got)
+                if type(data) is str:  # a text stream
+                    data = data.encode("utf-8", "surrogatepass")
+            except (EOFError, OSError, zlib.error, UnicodeError) as e:
+                self._err = e
+                break
+            if not data:
+                self._eof = True
+                break
+            out.append(data)
+            got += len(data)
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def header(self) -> bytes | None:
+        """The first line (None for an empty file)."""
+        while True:
+            data = self._more()
+            if not data:
+                if self._err is not None:
+                    self._fail(self._err, 1)
+                line = b"".join(self._pend)
+                self._pend = []
+                self.lineno = 1
+                return line or None
+            j = data.find(b"\n")
+            if j < 0:
+                self._pend.append(data)
+                continue
+            line = b"".join(self._pend + [data[:j + 1]])
+            self._pend = []
+            self._rest = data[j + 1:]
+            self.lineno = 1
+            return line
+
+    def chunks(self):
+        """The following lines, whole (each buf ends with a newline). The caller counts them
+        (adds them to ``lineno``) before asking for the next."""
+        rest, self._rest = self._rest, b""
+        while True:
+            data = rest or self._more()
+            rest = b""
+            if not data:  # the end, or a read failure
+                buf = b"".join(self._pend)
+                self._pend = []
+                if self._err is not None:
+                    buf = buf[:buf.rfind(b"\n") + 1]  # the line cut by the failure is not read
+                elif buf and not buf.endswith(b"\n"):
+                    buf += b"\n"  # a last line without its newline
+                if buf:
+                    yield buf
+                if self._err is not None:
+                    self._fail(self._err)
+                return
+            k = data.rfind(b"\n")
+            if k < 0:
+                self._pend.append(data)
+                continue
+            if self._pend:
+                j = data.find(b"\n") + 1
+                first = b"".join(self._pend + [data[:j]])
+                self._pend = []
+                if len(first) > self.size:  # a long line: on its own
+                    yield first
+                    body = data[j:k + 1]
+                else:
+                    body = first + data[j:k + 1]
+            else:
+                body = data if k + 1 == len(data) else data[:k + 1]
+            if body:
+                yield body
+            if k + 1 < len(data):
+                self._pend.append(data[k + 1:])
 
 
 def parse_header(head, where: str) -> tuple[str, dict, dict | None]:
@@ -162,12 +221,17 @@ def _parse_error(err) -> ErrorInfo:
 
 
 # -- workload value shapes (checked when a file is loaded, so errors name the line) -----------
+# A validator gets each op's (f, type, value); a long list of plain integers comes packed, as an
+# ``_Ints`` (every element is an int already). On the template lines (``scan``), whose values
+# are all ints or null, it sees one line per (f, type, null or not).
 
 def _check_ledger(f: str, type_: str, value: Any) -> None:
     if f == "insert":
         if type(value) is not int:
             raise TypeError(f"ledger insert value must be the integer id, not {type(value).__name__}")
     elif f == "read" and type_ == "ok":
+        if type(value) is _Ints:  # a long list of plain integers, parsed packed
+            return
         if type(value) is not list:
             raise TypeError("ledger ok read value must be the list of ids present")
         if set(map(type, value)) - {int}:  # one pass in C; then find the culprit

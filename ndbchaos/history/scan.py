@@ -1,0 +1,638 @@
+"""Reading JSON Lines histories a chunk of lines at a time, column by column.
+
+``History.dump`` writes every operation in one shape (keys in one order, no spaces):
+
+    {"process":P,"f":"F","value":V,"type":"T","start":S,"end":E,"node":N,"error":R}
+
+``template`` finds the lines of a chunk that have exactly that shape, with ``V`` an integer of at
+most 18 digits or ``null``, ``S``/``E`` decimals without exponent, ``F``/``N`` strings of at most
+32 bytes without escapes, ``R`` ``null`` or an object, and decodes their fields with a few numpy
+passes over the chunk instead of one Python object per field: positions of the newlines and
+commas, then per field a gather of its bytes, checks of the JSON grammar and one numpy parse.
+Such a line is valid JSON by construction (each of its parts is checked; every byte belongs to
+one part), its numbers read exactly as ``float(text)``/``int(text)`` would (numpy parses them
+with the same correctly rounded conversion); the errors (``R``) are decoded with orjson, once
+per distinct text. Any other line (a read's id list, a bank transfer, spaces, escapes, an
+exponent, a bad line) is left to the per-line readers in ``core``; a long line whose value is
+a list of plain integers is parsed by ``long_op`` with numpy (no Python int per id).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+try:  # a C JSON parser (a dependency); json when absent
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover
+    from json import loads as _loads
+
+from .jsonl import _parse_error
+from .model import CLASS_CODE, NO_INT
+
+#: longest string (f, node) and number the template takes, in bytes
+MAX_STR = 32
+MAX_NUM = 18
+#: a line longer than this is never a template line
+MAX_TEMPLATE_LINE = 1 << 12
+#: a line longer than this whose value is a list of plain integers is read by ``long_op``
+LONG_LINE = 1 << 16
+
+
+
+_U8 = np.uint64
+
+
+def _rep(byte: int) -> np.uint64:
+    """The byte repeated in all 8 bytes of a word."""
+    return _U8(byte * 0x0101010101010101)
+
+
+_ALL = _U8(0xFFFFFFFFFFFFFFFF)
+_ZEROS, _F0, _X06, _H80, _X7F, _X01 = _rep(0x30), _rep(0xF0), _rep(0x06), _rep(0x80), _rep(0x7F), _rep(0x01)
+_DOTS, _QUOTES, _BSLASH, _SPACES, _AS = _rep(0x2E), _rep(0x22), _rep(0x5C), _rep(0x20), _rep(0x61)
+_P10 = np.array([10 ** k for k in range(18)], dtype=np.int64)
+_P10F = np.array([10.0 ** k for k in range(18)])
+_E8 = _U8(10 ** 8)
+
+
+def _word(lit: bytes) -> tuple[np.uint64, np.uint64]:
+    """(value, mask) of a literal of at most 8 bytes read as a little-endian uint64."""
+    v = int.from_bytes(lit.ljust(8, b"\0"), "little")
+    m = int.from_bytes(b"\xff" * len(lit) + b"\0" * (8 - len(lit)), "little")
+    return _U8(v), _U8(m)
+
+
+_NULL, _MASK4 = _word(b"null")
+_T_OK, _MASK2 = _word(b"ok")
+_T_FAIL, _ = _word(b"fail")
+_T_INFO, _ = _word(b"info")
+_NULL_TOP = _U8(int.from_bytes(b"null", "little") << 32)  # "null" as the last 4 bytes of a word
+
+
+# -- words: 8 bytes at a time (SWAR) --------------------------------------------------------------
+
+def _top(k: np.ndarray) -> np.ndarray:
+    """Masks of the top k bytes of a word (k 0..8, int64)."""
+    return _ALL << ((8 - k) << 3).astype(np.uint64)
+
+
+def _all_digits(x: np.ndarray) -> np.ndarray:
+    return ((x & _F0) == _ZEROS) & (((x + _X06) & _F0) == _ZEROS)
+
+
+def _has_zero(x: np.ndarray) -> np.ndarray:
+    return ((x - _X01) & ~x & _H80) != 0
+
+
+def _zero_bytes(x: np.ndarray) -> np.ndarray:
+    """0x80 in each byte of x that is 0 (exact), 0 elsewhere."""
+    return ((((x & _X7F) + _X7F) | x) & _H80) ^ _H80
+
+
+def _eight_digits(x: np.ndarray) -> np.ndarray:
+    """The number written by 8 ASCII digits (the first in the lowest byte)."""
+    v = ((x & _rep(0x0F)) * _U8(2561)) >> _U8(8)
+    v = ((v & _U8(0x00FF00FF00FF00FF)) * _U8(6553601)) >> _U8(16)
+    return ((v & _U8(0x0000FFFF0000FFFF)) * _U8(42949672960001)) >> _U8(32)
+
+
+def _low_byte(m: np.ndarray) -> np.ndarray:
+    """Index (0..7) of the lowest nonzero byte of m (m != 0)."""
+    return (np.bitwise_count((m & (~m + _U8(1))) - _U8(1)) >> 3).astype(np.int64)
+
+
+class _Chunk:
+    """A chunk of complete lines (ends with a newline) and its views."""
+
+    __slots__ = ("buf", "a", "u64", "_wins")
+
+    def __init__(self, buf: bytes):
+        self.buf = buf
+        self.a = np.frombuffer(buf, dtype=np.uint8)
+        # the little-endian uint64 at every byte offset (unaligned reads)
+        self.u64 = np.ndarray((len(buf) - 7,), dtype="<u8", buffer=buf, strides=(1,))
+        self._wins: dict = {}
+
+    def win(self, w: int) -> np.ndarray:
+        """The w bytes at every offset: ``win(w)[k]`` is ``a[k:k + w]``."""
+        v = self._wins.get(w)
+        if v is None:
+            v = self._wins[w] = as_strided(self.a, shape=(len(self.a) - w + 1, w), strides=(1, 1),
+                                           writeable=False)
+        return v
+
+    def has(self, pos: np.ndarray, lit: bytes) -> np.ndarray:
+        """Whether the bytes at each position are ``lit``."""
+        u = self.u64
+        pos = np.minimum(pos, len(u) - 4)  # (a short line at the end: it fails anyway)
+        if len(lit) <= 8:
+            v, m = _word(lit)
+            return (u[pos] & m) == v
+        v1, _ = _word(lit[:8])
+        v2, _ = _word(lit[-8:])
+        return (u[pos] == v1) & (u[pos + (len(lit) - 8)] == v2)
+
+
+def _number(ch: _Chunk, x: np.ndarray, y: np.ndarray, ok: np.ndarray, dot: bool):
+    """The JSON numbers in [x, y): integers of at most 16 digits, with ``dot`` also decimals
+    (at most 15 digits, no exponent). Returns (values, ok): int64 (float64 with ``dot``), ok
+    False where the text is not such a number. One word of 8 characters, or two."""
+    a, u = ch.a, ch.u64
+    neg = a[x] == 45
+    nd = y - x
+    nd -= neg  # characters after the sign
+    ok &= (nd >= 1) & (nd <= 16)
+    two = np.max(nd, where=ok, initial=0) > 8
+    k0 = np.minimum(nd, 8)
+    keep = _top(k0)
+    x0 = u[y - 8]
+    x0 &= keep
+    x0 |= _ZEROS & ~keep  # '0' before the number: leading zeros
+    if two:
+        keep = _top(np.maximum(nd - k0, 0))
+        x1 = u[y - 16]
+        x1 &= keep
+        x1 |= _ZEROS & ~keep
+    if dot:
+        d0 = _zero_bytes(x0 ^ _DOTS)
+        ndot = np.bitwise_count(d0)
+        x0 += d0 >> _U8(6)  # the dot becomes a '0' digit
+        k = 7 - _low_byte(d0)  # digits after the dot
+        if two:
+            d1 = _zero_bytes(x1 ^ _DOTS)
+            ndot += np.bitwise_count(d1)
+            x1 += d1 >> _U8(6)
+            k = np.where(d0 != 0, k, 15 - _low_byte(d1))
+        has = ndot == 1
+        ok &= ndot <= 1
+        k *= has
+        ipart = nd - has
+        ipart -= k
+        ok &= ~has | (k >= 1)
+    else:
+        ipart = nd
+    ok &= (ipart >= 1) & _all_digits(x0)
+    if two:
+        ok &= _all_digits(x1)
+    first = a[np.where(ok, y - nd, 0)]
+    ok &= (first != 48) | (ipart <= 1)  # no leading zero
+    v = _eight_digits(x0)
+    if two:
+        v += _eight_digits(x1) * _E8
+    v = v.view(np.int64)
+    if not dot:
+        return np.where(neg, -v, v), ok
+    if has.any():
+        p = _P10[k]
+        m = np.where(has, (v // (p * 10)) * p + v % p, v)  # without the dot's '0': below 2**53
+        val = m.astype(np.float64)
+        val /= _P10F[k]
+    else:
+        m = v
+        val = m.astype(np.float64)
+    # "-0" is the integer 0 (0.0), "-0.0" the float -0.0
+    np.negative(val, out=val, where=neg & (has | (m != 0)))
+    return val, ok
+
+
+def _codes(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct keys, index of each key among them), for a column of few distinct values."""
+    cand = np.unique(keys[:64])
+    if len(cand) > 8:
+        uniq, inv = np.unique(keys, return_inverse=True)
+        return uniq, inv.reshape(-1)
+    code = np.full(len(keys), -1, dtype=np.int64)
+    for j, c in enumerate(cand):
+        code[keys == c] = j
+    miss = code < 0
+    if miss.any():
+        more, inv = np.unique(keys[miss], return_inverse=True)
+        code[miss] = inv.reshape(-1) + len(cand)
+        cand = np.concatenate((cand, more))
+    return cand, code
+
+
+def _strings(ch: _Chunk, x: np.ndarray, y: np.ndarray, ok: np.ndarray):
+    """The JSON strings whose contents are [x, y) (no escapes): (codes into names, names, ok).
+    A string longer than MAX_STR bytes, not valid UTF-8, or holding a quote, a backslash or a
+    control character is not ok."""
+    length = y - x
+    ok &= (length >= 0) & (length <= MAX_STR)
+    if ok.any() and length[ok].max() > 8:
+        return _long_strings(ch, x, y, ok)
+    keep = _top(np.clip(length, 0, 8))
+    w = ch.u64[y - 8] & keep  # the contents in the top bytes
+    v = w | (_AS & ~keep)
+    ok &= ~(((v - _SPACES) & ~v & _H80) != 0) & ~_has_zero(v ^ _QUOTES) & ~_has_zero(v ^ _BSLASH)
+    uniq, code = _codes(np.where(ok, w, _U8(0)))
+    raw = [int(k).to_bytes(8, "little").lstrip(b"\0") for k in uniq.tolist()]
+    return code, _decode(raw, code, ok), ok
+
+
+def _long_strings(ch: _Chunk, x: np.ndarray, y: np.ndarray, ok: np.ndarray):
+    """``_strings`` for contents up to MAX_STR bytes (bytes in rows: slower)."""
+    length = np.where(ok, y - x, 0)
+    w = int(length.max())
+    m = ch.win(w)[np.where(ok, y, w) - w]
+    pad = np.arange(w)[None, :] < (w - length)[:, None]
+    np.putmask(m, pad, 0)
+    ok &= ~(((m < 32) | (m == 34) | (m == 92)) & ~pad).any(axis=1)
+    uniq, inv = np.unique(np.ascontiguousarray(m).view(f"S{w}")[:, 0], return_inverse=True)
+    code = inv.reshape(-1)
+    raw = [bytes(k).lstrip(b"\0") for k in uniq.tolist()]
+    return code, _decode(raw, code, ok), ok
+
+
+def _decode(raw: list, code: np.ndarray, ok: np.ndarray) -> list:
+    names = []
+    for k, r in enumerate(raw):
+        try:
+            names.append(r.decode("utf-8"))
+        except UnicodeDecodeError:
+            names.append(None)
+            ok &= code != k
+    return names
+
+
+def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, cols, min_share: float = 0.5):
+    """Decode the template lines (module docstring) among the lines [starts, ends) of a chunk.
+
+    Returns None when fewer than ``min_share`` of the lines are template lines (the caller
+    reads the chunk line by line), else ``(mask, fields)``: which lines were decoded and their
+    columns in ``Columns``' codes (f and node names registered in ``cols``), plus the error
+    message of each decoded line that has one."""
+    a, u = ch.a, ch.u64
+    n = len(starts)
+    if n == 0:
+        return None
+    ok = (ends - starts <= MAX_TEMPLATE_LINE) & (ends - starts >= 85) & (a[ends - 1] == 125)
+    ok &= ch.has(starts, b'{"process":')
+    if np.count_nonzero(ok) < min_share * n:
+        return None
+    com = np.flatnonzero(a == 44)
+    if len(com) < 7:
+        return None
+    j = np.searchsorted(com, starts)
+    ok &= j + 6 < len(com)
+    np.minimum(j, len(com) - 7, out=j)
+    p = [com[j + k] for k in range(7)]
+    ok &= p[6] < ends
+    ok &= ch.has(p[0], b',"f":"') & ch.has(p[1] - 1, b'","value":') & ch.has(p[2], b',"type":"')
+    ok &= ch.has(p[3] - 1, b'","start":') & ch.has(p[4], b',"end":') & ch.has(p[5], b',"node":')
+    ok &= ch.has(p[6], b',"error":')
+    if np.count_nonzero(ok) < min_share * n:
+        return None
+    lines = np.flatnonzero(ok)
+    if len(lines) < n:
+        starts, ends = starts[lines], ends[lines]
+        p = [q[lines] for q in p]
+    ok = np.ones(len(lines), dtype=bool)
+    # type: ok / fail / info
+    tlen = p[3] - 1 - (p[2] + 9)
+    tw = u[p[2] + 9]
+    is_fail = (tlen == 4) & ((tw & _MASK4) == _T_FAIL)
+    is_info = (tlen == 4) & ((tw & _MASK4) == _T_INFO)
+    ok &= ((tlen == 2) & ((tw & _MASK2) == _T_OK)) | is_fail | is_info
+    type_ = is_fail.view(np.uint8) + 2 * is_info.view(np.uint8)
+    # numbers
+    process, ok = _number(ch, starts + 11, p[0], ok, False)
+    ok &= (process >= -2**31) & (process < 2**31)
+    vnull = (p[2] - p[1] == 13) & (u[p[2] - 8] >> _U8(32) << _U8(32) == _NULL_TOP)
+    ival, vok = _number(ch, p[1] + 9, p[2], ~vnull, False)
+    ok &= vok | vnull
+    ival[vnull] = NO_INT
+    start, ok = _number(ch, p[3] + 9, p[4], ok, True)
+    end, ok = _number(ch, p[4] + 7, p[5], ok, True)
+    ok &= end >= start
+    # strings
+    fcode, fnames, ok = _strings(ch, p[0] + 6, p[1] - 1, ok)
+    nx = p[5] + 8
+    nnull = (p[6] - nx == 4) & ((u[nx] & _MASK4) == _NULL)
+    nstr = ~nnull & (a[nx] == 34) & (a[p[6] - 1] == 34) & (p[6] - nx >= 2)
+    ok &= nnull | nstr
+    ncode, nnames, ok = _strings(ch, np.where(nstr, nx + 1, nx), np.where(nstr, p[6] - 1, nx), ok)
+    # errors: null, or an object decoded once per distinct text
+    rx = p[6] + 9
+    rnull = (ends - 1 - rx == 4) & ((u[np.minimum(rx, len(u) - 1)] & _MASK4) == _NULL)
+    errno = ecode = ecls = None
+    msgs: list = []
+    if not rnull.all():
+        rows = np.flatnonzero(~rnull & ok)
+        errno = np.zeros(len(lines), dtype=np.int32)
+        ecode = np.zeros(len(lines), dtype=np.int32)
+        ecls = np.zeros(len(lines), dtype=np.uint8)
+        ok &= rnull | (a[rx] == 123)
+        buf = ch.buf
+        seen: dict = {}
+        bad = []
+        for r, x0, x1 in zip(rows.tolist(), rx[rows].tolist(), (ends[rows] - 1).tolist()):
+            t = buf[x0:x1]
+            info = seen.get(t, seen)
+            if info is seen:
+                try:
+                    info = _parse_error(_loads(t))
+                except (ValueError, TypeError):
+                    info = None
+                seen[t] = info
+            if info is None:
+                bad.append(r)
+                continue
+            errno[r] = -1 if info.errno is None else info.errno
+            ecode[r] = -1 if info.engine_code is None else info.engine_code
+            ecls[r] = CLASS_CODE.get(info.cls, 0)
+            msgs.append((r, info.message))
+        if bad:
+            ok[bad] = False
+    # names to codes (registering new ones), only for the lines kept
+    fmap = np.array([cols.f_code(x) if x is not None and ok[fcode == k].any() else 0
+                     for k, x in enumerate(fnames)], dtype=np.uint8)
+    nmap = np.array([cols.node_code(x) if x is not None and ok[(ncode == k) & nstr].any() else -1
+                     for k, x in enumerate(nnames)] or [-1], dtype=np.int16)
+    fields = {
+        "process": process.astype(np.int32), "f": fmap[fcode], "type": type_, "start": start, "end": end,
+        "node": np.where(nstr, nmap[ncode], -1).astype(np.int16), "ival": ival,
+        "errno": errno, "ecode": ecode, "ecls": ecls,
+    }
+    keep = lines[ok]
+    mask = np.zeros(n, dtype=bool)
+    mask[keep] = True
+    if not ok.all():
+        fields = {k: (None if v is None else v[ok]) for k, v in fields.items()}
+        if msgs:
+            newpos = np.cumsum(ok) - 1
+            msgs = [(int(newpos[r]), m) for r, m in msgs if ok[r]]
+    fields["msgs"] = msgs
+    return mask, fields
+
+
+# -- long lines: a value that is a list of plain integers --------------------------------------
+
+_STEP = 1 << 22  # bytes of an id list parsed at a time
+
+
+def int_list(buf: bytes, lo: int, hi: int, put) -> int | None:
+    """Parse the list body buf[lo:hi] (``1,2,3``: JSON integers of at most 16 digits, no spaces),
+    handing each int64 array of it to ``put`` in turn; the count, or None if it is not such a
+    list (then ``put`` may have been given part of it)."""
+    if lo == hi:
+        return 0
+    total = 0
+    pos = lo
+    while pos <= hi:
+        end = hi
+        if hi - pos > _STEP:
+            end = buf.rfind(b",", pos, pos + _STEP)
+            if end <= pos:
+                return None
+        ch = _Chunk(_PAD + buf[pos:end] + b",")
+        ends = np.flatnonzero(ch.a == 44)
+        starts = np.empty(len(ends), dtype=np.int64)
+        starts[0] = len(_PAD)
+        starts[1:] = ends[:-1] + 1
+        v, ok = _number(ch, starts, ends, np.ones(len(ends), dtype=bool), False)
+        if not ok.all():
+            return None
+        put(v)
+        total += len(v)
+        pos = end + 1
+    return total
+
+
+def long_op(buf: bytes, start: int, end: int):
+    """The op of the line buf[start:end], a long one whose value is a list of plain integers,
+    without decoding the list into Python ints: ``(op, lo, hi)``, op the line's object with
+    ``"value": None`` and buf[lo:hi] the list body (``int_list``); None for any other line."""
+    i = buf.find(b'"value":[', start, end)
+    if i < 0:
+        return None
+    lo = i + 9
+    hi = buf.find(b"]", lo, end)
+    if hi < 0:
+        return None
+    head, tail = buf[start:i + 8], buf[hi + 1:end]
+    # no escapes (every key is spelled as is) and no other "value" (the list body holds only
+    # digits, commas and minus signs if int_list takes it)
+    if b"\\" in head or b"\\" in tail or b'"value"' in tail or buf.find(b'"value"', start, i) >= 0:
+        return None
+    try:
+        op = _loads(head + b"null" + tail)
+    except ValueError:
+        return None
+    if type(op) is not dict or "value" not in op or op["value"] is not None:
+        return None  # the "value" key was not the op's own
+    return op, lo, hi
+
+
+# -- a chunk into the columns --------------------------------------------------------------------
+
+#: a long id list (more ids than this) goes to a temporary file (``_IntsRef``), as the columnar
+#: reader leaves such lists in its file: a 20M-op history's reads are not held in memory
+SPILL_INTS = 1 << 16
+_PAD = b" " * 64  # before each chunk: every window of a field stays inside the buffer
+_COLUMNS = (("process", np.int32), ("f", np.uint8), ("type", np.uint8), ("start", np.float64),
+            ("end", np.float64), ("node", np.int16), ("ival", np.int64), ("errno", np.int32),
+            ("ecode", np.int32), ("ecls", np.uint8))
+
+
+class Fallback(Exception):
+    """The chunk is not for the fast path: read it line by line (which names a bad line)."""
+
+
+class ChunkLoader:
+    """Appends chunks of op lines to ``cols``: template lines column by column, the others one
+    by one with orjson; ``fallback(buf, first_lineno)`` (the line-by-line reader) takes a chunk
+    whenever anything in it is not plainly valid, before anything of it is appended."""
+
+    def __init__(self, cols, check_value, fallback, name: str):
+        self.cols = cols
+        self.check_value = check_value
+        self.fallback = fallback
+        self.name = name
+        self._spill = None  # the temporary file of long id lists (columns._OpenFile)
+        self._spill_at = 0
+        self._checked: set = set()  # (f code, type, value is null) already validated
+
+    def feed(self, buf: bytes, first_lineno: int) -> int:
+        """Append the op lines of buf (whole lines, first_lineno the first's number); the
+        number of lines."""
+        try:
+            n = self._fast(buf)
+            if n is not None:
+                return n
+        except Fallback:
+            pass
+        return self.fallback(buf, first_lineno)
+
+    # -- the fast path ---------------------------------------------------------------------------
+    def _fast(self, buf: bytes) -> int | None:
+        if len(buf) > LONG_LINE and buf.find(b"\n") == len(buf) - 1:  # one long line (a read)
+            end = len(buf) - 1
+            if end and buf[end - 1] == 13:
+                end -= 1
+            self._others(buf, np.zeros(1, dtype=np.int64), np.array([end]), None, None)
+            return 1
+        ch = _Chunk(_PAD + buf)
+        a = ch.a
+        nl = np.flatnonzero(a == 10)
+        n = len(nl)
+        starts = np.empty(n, dtype=np.int64)
+        starts[0] = len(_PAD)
+        starts[1:] = nl[:-1] + 1
+        ends = nl.copy()
+        cr = (a[nl - 1] == 13) & (ends > starts)
+        if cr.any():
+            ends[cr] -= 1
+        res = template(ch, starts, ends, self.cols)
+        if res is None:
+            return None
+        mask, fields = res
+        self._check_template(fields)
+        if mask.all():
+            self._append(n, fields, np.arange(n), None, None)
+        else:
+            self._others(buf, starts - len(_PAD), ends - len(_PAD), mask, fields)
+        return n
+
+    def _others(self, buf: bytes, starts, ends, mask, fields) -> None:
+        """Append the lines [starts, ends) of buf: those not in mask one by one (into columns of
+        their own), merged in line order with the template lines' fields."""
+        from .columns import Columns
+        cols = self.cols
+        if mask is None:
+            mask = np.zeros(len(starts), dtype=bool)
+        tmp = Columns(cols.f_names, cols.node_names)
+        rows = []  # line index of each of tmp's rows
+        for k in np.flatnonzero(~mask).tolist():
+            op = self._op(buf, int(starts[k]), int(ends[k]))
+            if op is not None:
+                tmp.append(*op)
+                rows.append(k)
+        kept = mask.copy()
+        kept[rows] = True
+        pos = np.cumsum(kept) - 1  # row of each kept line
+        self._append(int(np.count_nonzero(kept)), fields, pos[mask], tmp, pos[rows])
+
+    def _check_template(self, fields) -> None:
+        """Value shapes of the template lines: their values are ints or null, so the workload's
+        validator sees one line per (f, type, null or not)."""
+        check = self.check_value
+        if check is None or not len(fields["f"]):
+            return
+        null = fields["ival"] == NO_INT
+        key = fields["f"].astype(np.int64) * 8 + fields["type"] * 2 + null
+        names = self.cols.f_names
+        types = ("ok", "fail", "info")
+        for k in np.unique(key).tolist():
+            if k in self._checked:
+                continue
+            i = int(np.argmax(key == k))
+            v = None if null[i] else int(fields["ival"][i])
+            try:
+                check(names[k // 8], types[(k // 2) % 4], v)
+            except (TypeError, ValueError):
+                raise Fallback from None
+            self._checked.add(k)
+
+    def _op(self, buf: bytes, start: int, end: int):
+        """append()'s arguments for the line buf[start:end], not a template line; None for a
+        blank line."""
+        from .core import _big_float
+        from .jsonl import _parse_op
+        try:
+            if end - start > LONG_LINE:
+                got = long_op(buf, start, end)
+                if got is not None:
+                    d, lo, hi = got
+                    op = _parse_op(d)
+                    return op[:2] + (self._ids(buf, lo, hi, op),) + op[3:]
+            line = buf[start:end]
+            if not line.strip():
+                return None
+            d = _loads(line)
+            if _big_float(d.get("value") if type(d) is dict else None):
+                raise Fallback  # an integer beyond 64 bits: json keeps it, orjson does not
+            op = _parse_op(d)
+            if self.check_value is not None:
+                self.check_value(op[1], op[3], op[2])
+        except (KeyError, TypeError, ValueError, OverflowError):
+            raise Fallback from None
+        return op
+
+    def _ids(self, buf: bytes, lo: int, hi: int, op):
+        """The id list buf[lo:hi] packed (``_Ints``), checked; a long one in the spill file."""
+        from .columns import _Ints, _IntsRef
+        ids = _Ints("q")
+        if int_list(buf, lo, hi, lambda v: ids.frombytes(memoryview(v).cast("B"))) is None:
+            raise Fallback
+        if self.check_value is not None:
+            self.check_value(op[1], op[3], ids)
+        count = len(ids)
+        if count <= SPILL_INTS:
+            return ids
+        f = self._spill_file()
+        if f is None:
+            return ids
+        try:
+            data = memoryview(ids).cast("B")
+            done = 0
+            while done < len(data):
+                done += os.pwrite(f.fd, data[done:done + (1 << 26)], self._spill_at + done)
+        except OSError:
+            return ids
+        ref = _IntsRef(f, self._spill_at, count)
+        self._spill_at += len(data)
+        return ref
+
+    def _spill_file(self):
+        from .columns import _OpenFile
+        if self._spill is None:
+            try:
+                fd, path = tempfile.mkstemp(prefix="ndbchaos-ids-")
+            except OSError:
+                self._spill = False
+                return None
+            os.unlink(path)
+            f = _OpenFile.__new__(_OpenFile)
+            f.fd, f.path = fd, f"{self.name} (its read ids, in a temporary file)"
+            self._spill = f
+        return self._spill or None
+
+    def _append(self, n: int, fields, tpos, tmp, opos) -> None:
+        """Append n rows: the template fields at rows tpos, tmp's rows at opos."""
+        cols = self.cols
+        base = len(cols)
+        if tmp is None:
+            full = fields
+        else:
+            fmap = np.array([cols.f_code(x) for x in tmp.f_names] or [0], dtype=np.uint8)
+            nmap = np.array([cols.node_code(x) for x in tmp.node_names] + [-1], dtype=np.int16)
+            full = {}
+            for name, dt in _COLUMNS:
+                col = np.zeros(n, dtype=dt)
+                if fields is not None and fields[name] is not None:
+                    col[tpos] = fields[name]
+                if len(opos):
+                    o = np.frombuffer(getattr(tmp, name), dtype=dt)
+                    if name == "f":
+                        o = fmap[o]
+                    elif name == "node":
+                        o = nmap[o]
+                    col[opos] = o
+                full[name] = col
+            for k, v in tmp.objs.items():
+                cols.objs[base + int(opos[k])] = v
+            for k, v in tmp.msgs.items():
+                cols.msgs[base + int(opos[k])] = v
+        for name, dt in _COLUMNS:
+            col = full[name]
+            if col is None:  # no errors in the chunk
+                col = np.zeros(n, dtype=dt)
+            getattr(cols, name).frombytes(memoryview(np.ascontiguousarray(col, dtype=dt)).cast("B"))
+        if fields is not None and fields["msgs"]:
+            msgs = cols.msgs
+            for r, m in fields["msgs"]:
+                msgs[base + int(tpos[r])] = m
