@@ -408,6 +408,7 @@ class History:
         with _gc_paused():  # few containers are built; the collector would only scan them
             for buf in src.chunks():
                 src.lineno += loader.feed(buf, src.lineno + 1)
+                del buf  # the source reads into it again
         return h
 
 

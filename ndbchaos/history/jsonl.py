@@ -4,6 +4,7 @@ the line of a decoding failure, and the checks of each operation line and worklo
 from __future__ import annotations
 
 import gzip
+import io
 import math
 import zlib
 from typing import Any, Callable
@@ -18,22 +19,31 @@ def _num(x: float) -> str:
 
 
 #: bytes read at a time (whole lines are handed on; a longer line is handed on alone)
-CHUNK = 1 << 22
+CHUNK = 1 << 21
+#: bytes before the first line of every chunk handed on (spaces): a reader may look that far
+#: back from any line without leaving the buffer
+PAD = 64
+_SPACES = b" " * PAD
 
 
 class _Source:
-    """Reads a history file in chunks of whole lines (``header``, then ``chunks``), and turns
-    decoding and decompression failures into ``path:line:`` errors. A read failure is raised
-    once the complete lines read before it were handed on, naming the line it cut."""
+    """Reads a history file in chunks of whole lines (``header``, then ``chunks``), into one
+    buffer used again and again, and turns decoding and decompression failures into
+    ``path:line:`` errors. A read failure is raised once the complete lines read before it were
+    handed on, naming the line it cut."""
 
     def __init__(self, fh, name: str, size: int | None = None):
-        read1 = getattr(fh, "read1", None)  # one read of the underlying stream: data comes
-        self._read = read1 if read1 is not None else fh.read  # up to a failure, not lost with it
         self.name = name
         self.size = size or CHUNK
         self.lineno = 0  # lines handed out so far
-        self._pend: list[bytes] = []  # bytes read after the last line handed out (no newline)
-        self._rest = b""  # what the header's read brought after the header
+        # one read of the underlying stream at a time: data comes up to a failure, not lost with it
+        self._into = getattr(fh, "readinto1", None) or getattr(fh, "readinto", None)
+        self._read = getattr(fh, "read1", None) or fh.read
+        if isinstance(fh, io.TextIOBase):
+            self._into = None
+        self._buf = bytearray(_SPACES) + bytearray(min(1 << 16, 2 * self.size))  # grows to 2 * size
+        self._mv = memoryview(self._buf)
+        self._lo = self._hi = PAD  # the data not handed on yet
         self._err: BaseException | None = None
         self._eof = False
 
@@ -57,85 +67,83 @@ class _Source:
                 self._fail(e, lineno)
         return line
 
-    def _more(self) -> bytes:
-        """Up to ``size`` more bytes; b"" at the end or after a read failure (kept in _err)."""
-        if self._eof or self._err is not None:
-            return b""
-        out, got = [], 0
-        while got < self.size:
+    def _fill(self) -> None:
+        """Move the data not handed on to the buffer's start (after the padding), then read
+        until ``size`` bytes are there, or the end, or a failure (kept in _err)."""
+        lo, hi = self._lo, self._hi
+        if lo > PAD:
+            self._buf[PAD:PAD + hi - lo] = bytes(self._mv[lo:hi])
+            self._lo, self._hi = lo, hi = PAD, PAD + hi - lo
+        want = lo + self.size
+        while self._hi < want and not self._eof and self._err is None:
+            if self._hi == len(self._buf):  # a new, larger buffer (the old one may be in use)
+                new = bytearray(min(2 * len(self._buf), PAD + 2 * self.size))
+                new[:self._hi] = self._mv[:self._hi]
+                self._buf, self._mv = new, memoryview(new)
+            end = min(want, len(self._buf))
             try:
-                data = self._read(self.size - got)
-                if type(data) is str:  # a text stream
-                    data = data.encode("utf-8", "surrogatepass")
+                if self._into is not None:
+                    k = self._into(self._mv[self._hi:end])
+                else:
+                    data = self._read(max(1, (end - self._hi) // 4))  # text: up to 4 bytes a character
+                    if type(data) is str:
+                        data = data.encode("utf-8", "surrogatepass")
+                    k = len(data)
+                    self._buf[self._hi:self._hi + k] = data
             except (EOFError, OSError, zlib.error, UnicodeError) as e:
                 self._err = e
                 break
-            if not data:
+            if not k:
                 self._eof = True
                 break
-            out.append(data)
-            got += len(data)
-        return out[0] if len(out) == 1 else b"".join(out)
+            self._hi += k
+
+    def _line(self, first: bool) -> bytes | None:
+        """The next line, alone, the padding before it: read on past the buffer (a line longer
+        than ``size``); None at the end. With ``first`` a last line without its newline comes
+        as is, a read failure names line 1."""
+        pieces = [_SPACES]
+        while True:
+            self._fill()
+            lo, hi = self._lo, self._hi
+            j = self._buf.find(b"\n", lo, hi)
+            if j >= 0:
+                pieces.append(bytes(self._mv[lo:j + 1]))
+                self._lo = j + 1
+                return b"".join(pieces)
+            if self._err is not None:
+                self._fail(self._err, 1 if first else None)
+            pieces.append(bytes(self._mv[lo:hi]))
+            self._lo = self._hi = PAD
+            if self._eof:
+                if len(pieces) == 2 and not pieces[1]:
+                    return None
+                if not first:
+                    pieces.append(b"\n")  # a last line without its newline
+                return b"".join(pieces)
 
     def header(self) -> bytes | None:
         """The first line (None for an empty file)."""
-        while True:
-            data = self._more()
-            if not data:
-                if self._err is not None:
-                    self._fail(self._err, 1)
-                line = b"".join(self._pend)
-                self._pend = []
-                self.lineno = 1
-                return line or None
-            j = data.find(b"\n")
-            if j < 0:
-                self._pend.append(data)
-                continue
-            line = b"".join(self._pend + [data[:j + 1]])
-            self._pend = []
-            self._rest = data[j + 1:]
-            self.lineno = 1
-            return line
+        line = self._line(True)
+        self.lineno = 1
+        return None if line is None else line[PAD:]
 
     def chunks(self):
-        """The following lines, whole (each buf ends with a newline). The caller counts them
-        (adds them to ``lineno``) before asking for the next."""
-        rest, self._rest = self._rest, b""
+        """``buf``: the following lines, whole, from ``buf[PAD:]`` on (before: spaces); buf ends
+        with a newline. It is valid until the next is asked for; the caller counts its lines
+        (adds them to ``lineno``) before that."""
         while True:
-            data = rest or self._more()
-            rest = b""
-            if not data:  # the end, or a read failure
-                buf = b"".join(self._pend)
-                self._pend = []
-                if self._err is not None:
-                    buf = buf[:buf.rfind(b"\n") + 1]  # the line cut by the failure is not read
-                elif buf and not buf.endswith(b"\n"):
-                    buf += b"\n"  # a last line without its newline
-                if buf:
-                    yield buf
-                if self._err is not None:
-                    self._fail(self._err)
-                return
-            k = data.rfind(b"\n")
-            if k < 0:
-                self._pend.append(data)
-                continue
-            if self._pend:
-                j = data.find(b"\n") + 1
-                first = b"".join(self._pend + [data[:j]])
-                self._pend = []
-                if len(first) > self.size:  # a long line: on its own
-                    yield first
-                    body = data[j:k + 1]
-                else:
-                    body = first + data[j:k + 1]
-            else:
-                body = data if k + 1 == len(data) else data[:k + 1]
-            if body:
-                yield body
-            if k + 1 < len(data):
-                self._pend.append(data[k + 1:])
+            self._fill()
+            lo, hi = self._lo, self._hi
+            k = self._buf.rfind(b"\n", lo, hi)
+            if k >= 0:
+                self._lo = k + 1
+                yield self._mv[:k + 1]
+            elif hi - lo >= self.size or self._eof or self._err is not None:
+                line = self._line(False)  # a long line, a last line without newline, or a failure
+                if line is None:
+                    return
+                yield line
 
 
 def parse_header(head, where: str) -> tuple[str, dict, dict | None]:

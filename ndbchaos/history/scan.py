@@ -30,7 +30,7 @@ try:  # a C JSON parser (a dependency); json when absent
 except ImportError:  # pragma: no cover
     from json import loads as _loads
 
-from .jsonl import _parse_error
+from .jsonl import PAD, _parse_error
 from .model import CLASS_CODE, NO_INT
 
 #: longest string (f, node) and number the template takes, in bytes
@@ -330,7 +330,7 @@ def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, cols, min_share: 
         seen: dict = {}
         bad = []
         for r, x0, x1 in zip(rows.tolist(), rx[rows].tolist(), (ends[rows] - 1).tolist()):
-            t = buf[x0:x1]
+            t = bytes(buf[x0:x1])
             info = seen.get(t, seen)
             if info is seen:
                 try:
@@ -371,7 +371,8 @@ def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, cols, min_share: 
 
 # -- long lines: a value that is a list of plain integers --------------------------------------
 
-_STEP = 1 << 22  # bytes of an id list parsed at a time
+_STEP = 1 << 18  # bytes of an id list parsed at a time (small: its temporaries are reused)
+_PAD = b" " * PAD  # before an id list's slice: every window of a number stays in the buffer
 
 
 def int_list(buf: bytes, lo: int, hi: int, put) -> int | None:
@@ -432,7 +433,6 @@ def long_op(buf: bytes, start: int, end: int):
 #: a long id list (more ids than this) goes to a temporary file (``_IntsRef``), as the columnar
 #: reader leaves such lists in its file: a 20M-op history's reads are not held in memory
 SPILL_INTS = 1 << 16
-_PAD = b" " * 64  # before each chunk: every window of a field stays inside the buffer
 _COLUMNS = (("process", np.int32), ("f", np.uint8), ("type", np.uint8), ("start", np.float64),
             ("end", np.float64), ("node", np.int16), ("ival", np.int64), ("errno", np.int32),
             ("ecode", np.int32), ("ecls", np.uint8))
@@ -456,31 +456,31 @@ class ChunkLoader:
         self._spill_at = 0
         self._checked: set = set()  # (f code, type, value is null) already validated
 
-    def feed(self, buf: bytes, first_lineno: int) -> int:
-        """Append the op lines of buf (whole lines, first_lineno the first's number); the
-        number of lines."""
+    def feed(self, buf, first_lineno: int) -> int:
+        """Append the op lines of buf[PAD:] (whole lines, first_lineno the first's number; a
+        bytes-like object, valid during the call); the number of lines."""
         try:
             n = self._fast(buf)
             if n is not None:
                 return n
         except Fallback:
             pass
-        return self.fallback(buf, first_lineno)
+        return self.fallback(bytes(buf[PAD:]), first_lineno)
 
     # -- the fast path ---------------------------------------------------------------------------
-    def _fast(self, buf: bytes) -> int | None:
-        if len(buf) > LONG_LINE and buf.find(b"\n") == len(buf) - 1:  # one long line (a read)
-            end = len(buf) - 1
-            if end and buf[end - 1] == 13:
+    def _fast(self, buf) -> int | None:
+        if type(buf) is bytes and len(buf) - PAD > LONG_LINE and buf.find(b"\n", PAD) == len(buf) - 1:
+            end = len(buf) - 1  # one long line (a read)
+            if buf[end - 1] == 13:
                 end -= 1
-            self._others(buf, np.zeros(1, dtype=np.int64), np.array([end]), None, None)
+            self._others(buf, np.array([PAD]), np.array([end]), None, None)
             return 1
-        ch = _Chunk(_PAD + buf)
+        ch = _Chunk(buf)
         a = ch.a
         nl = np.flatnonzero(a == 10)
         n = len(nl)
         starts = np.empty(n, dtype=np.int64)
-        starts[0] = len(_PAD)
+        starts[0] = PAD
         starts[1:] = nl[:-1] + 1
         ends = nl.copy()
         cr = (a[nl - 1] == 13) & (ends > starts)
@@ -494,7 +494,7 @@ class ChunkLoader:
         if mask.all():
             self._append(n, fields, np.arange(n), None, None)
         else:
-            self._others(buf, starts - len(_PAD), ends - len(_PAD), mask, fields)
+            self._others(buf, starts, ends, mask, fields)
         return n
 
     def _others(self, buf: bytes, starts, ends, mask, fields) -> None:
@@ -537,19 +537,21 @@ class ChunkLoader:
                 raise Fallback from None
             self._checked.add(k)
 
-    def _op(self, buf: bytes, start: int, end: int):
+    def _op(self, buf, start: int, end: int):
         """append()'s arguments for the line buf[start:end], not a template line; None for a
         blank line."""
         from .core import _big_float
         from .jsonl import _parse_op
         try:
+            if type(buf) is not bytes:
+                buf, start, end = bytes(buf[start:end]), 0, end - start
             if end - start > LONG_LINE:
                 got = long_op(buf, start, end)
                 if got is not None:
                     d, lo, hi = got
                     op = _parse_op(d)
                     return op[:2] + (self._ids(buf, lo, hi, op),) + op[3:]
-            line = buf[start:end]
+            line = buf if start == 0 and end == len(buf) else buf[start:end]
             if not line.strip():
                 return None
             d = _loads(line)
