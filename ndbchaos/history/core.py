@@ -195,8 +195,12 @@ class History:
                 else:
                     idx = np.lexsort((start, end))  # stable: ties keep insertion order
                 del end, start  # release the buffer views so the arrays can grow again
-                self._order = array("l", idx.astype(np.int64).tobytes()) if array("l").itemsize == 8 \
-                    else array("l", idx.tolist())
+                if array("l").itemsize == 8:
+                    self._order = array("l")
+                    self._order.frombytes(memoryview(idx.astype(np.int64, copy=False)).cast("B"))
+                else:
+                    self._order = array("l", idx.tolist())
+                del idx
             else:
                 self._order = array("l", sorted(range(n), key=lambda i: (c.end[i], c.start[i])))
         return self._order
@@ -409,6 +413,9 @@ class History:
             for buf in src.chunks():
                 src.lineno += loader.feed(buf, src.lineno + 1)
                 del buf  # the source reads into it again
+        # Lines are written in completion order, but of times rounded to the microsecond: ties
+        # may come out of order. In order, the checkers view the columns instead of copying them.
+        h.sort()
         return h
 
 

@@ -30,6 +30,7 @@ def by_lines(text: bytes, name: str) -> History:
         body += b"\n"
     if body:
         _load_lines(h.cols, body, 2, _Source(io.BytesIO(b""), name), VALUE_VALIDATORS.get(workload))
+    h.sort()  # as History.load does
     return h
 
 
