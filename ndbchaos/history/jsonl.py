@@ -9,7 +9,7 @@ import math
 import zlib
 from typing import Any, Callable
 
-from .columns import _Ints
+from .columns import _Ints, _IntsRef
 from .model import CLASS_CODE, FORMAT_VERSION, TYPE_CODE, ErrorInfo, HistoryFormatError
 
 
@@ -98,40 +98,41 @@ class _Source:
                 break
             self._hi += k
 
-    def _line(self, first: bool) -> bytes | None:
-        """The next line, alone, the padding before it: read on past the buffer (a line longer
-        than ``size``); None at the end. With ``first`` a last line without its newline comes
-        as is, a read failure names line 1."""
-        pieces = [_SPACES]
+    def _line(self, first: bool):
+        """The next line, alone, the padding before it (a bytearray): read on past the buffer
+        (a line longer than ``size``); None at the end. With ``first`` a last line without its
+        newline comes as is, a read failure names line 1."""
+        acc = bytearray(_SPACES)
         while True:
             self._fill()
             lo, hi = self._lo, self._hi
             j = self._buf.find(b"\n", lo, hi)
             if j >= 0:
-                pieces.append(bytes(self._mv[lo:j + 1]))
+                acc += self._mv[lo:j + 1]
                 self._lo = j + 1
-                return b"".join(pieces)
+                return acc
             if self._err is not None:
                 self._fail(self._err, 1 if first else None)
-            pieces.append(bytes(self._mv[lo:hi]))
+            acc += self._mv[lo:hi]
             self._lo = self._hi = PAD
             if self._eof:
-                if len(pieces) == 2 and not pieces[1]:
+                if len(acc) == PAD:
                     return None
                 if not first:
-                    pieces.append(b"\n")  # a last line without its newline
-                return b"".join(pieces)
+                    acc += b"\n"  # a last line without its newline
+                return acc
 
     def header(self) -> bytes | None:
         """The first line (None for an empty file)."""
         line = self._line(True)
         self.lineno = 1
-        return None if line is None else line[PAD:]
+        return None if line is None else bytes(line[PAD:])
 
     def chunks(self):
         """``buf``: the following lines, whole, from ``buf[PAD:]`` on (before: spaces); buf ends
-        with a newline. It is valid until the next is asked for; the caller counts its lines
-        (adds them to ``lineno``) before that."""
+        with a newline. A memoryview of the buffer, valid until the next is asked for, or a
+        bytearray of one line longer than the buffer. The caller counts its lines (adds them to
+        ``lineno``) before asking for the next."""
         while True:
             self._fill()
             lo, hi = self._lo, self._hi
@@ -230,15 +231,16 @@ def _parse_error(err) -> ErrorInfo:
 
 # -- workload value shapes (checked when a file is loaded, so errors name the line) -----------
 # A validator gets each op's (f, type, value); a long list of plain integers comes packed, as an
-# ``_Ints`` (every element is an int already). On the template lines (``scan``), whose values
-# are all ints or null, it sees one line per (f, type, null or not).
+# ``_Ints``, or an ``_IntsRef`` when it went to a temporary file (every element is an int). On
+# the template lines (``scan``), whose values are all ints or null, it sees one line per (f,
+# type, null or not).
 
 def _check_ledger(f: str, type_: str, value: Any) -> None:
     if f == "insert":
         if type(value) is not int:
             raise TypeError(f"ledger insert value must be the integer id, not {type(value).__name__}")
     elif f == "read" and type_ == "ok":
-        if type(value) is _Ints:  # a long list of plain integers, parsed packed
+        if type(value) is _Ints or type(value) is _IntsRef:  # a long list of plain integers, parsed packed
             return
         if type(value) is not list:
             raise TypeError("ledger ok read value must be the list of ids present")

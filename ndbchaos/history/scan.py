@@ -469,7 +469,7 @@ class ChunkLoader:
 
     # -- the fast path ---------------------------------------------------------------------------
     def _fast(self, buf) -> int | None:
-        if type(buf) is bytes and len(buf) - PAD > LONG_LINE and buf.find(b"\n", PAD) == len(buf) - 1:
+        if type(buf) is not memoryview and len(buf) - PAD > LONG_LINE and buf.find(b"\n", PAD) == len(buf) - 1:
             end = len(buf) - 1  # one long line (a read)
             if buf[end - 1] == 13:
                 end -= 1
@@ -543,7 +543,7 @@ class ChunkLoader:
         from .core import _big_float
         from .jsonl import _parse_op
         try:
-            if type(buf) is not bytes:
+            if type(buf) is memoryview:  # the source's buffer: this line, to keep
                 buf, start, end = bytes(buf[start:end]), 0, end - start
             if end - start > LONG_LINE:
                 got = long_op(buf, start, end)
@@ -564,30 +564,42 @@ class ChunkLoader:
             raise Fallback from None
         return op
 
-    def _ids(self, buf: bytes, lo: int, hi: int, op):
-        """The id list buf[lo:hi] packed (``_Ints``), checked; a long one in the spill file."""
+    def _ids(self, buf, lo: int, hi: int, op):
+        """The id list buf[lo:hi] packed (``_Ints``), checked; past SPILL_INTS ids written to the
+        spill file as it is parsed (``_IntsRef``)."""
         from .columns import _Ints, _IntsRef
         ids = _Ints("q")
-        if int_list(buf, lo, hi, lambda v: ids.frombytes(memoryview(v).cast("B"))) is None:
-            raise Fallback
-        if self.check_value is not None:
-            self.check_value(op[1], op[3], ids)
-        count = len(ids)
-        if count <= SPILL_INTS:
-            return ids
-        f = self._spill_file()
-        if f is None:
-            return ids
+        out = [None, 0, 0]  # the spill file once used, where the list starts there, its length
+
+        def put(v: np.ndarray) -> None:
+            if out[0] is None and len(ids) + len(v) > SPILL_INTS:
+                f = self._spill_file()
+                if f is not None:
+                    out[0], out[1] = f, self._spill_at
+                    self._write(f, ids)
+                    del ids[:]
+            if out[0] is None:
+                ids.frombytes(memoryview(v).cast("B"))
+            else:
+                self._write(out[0], v)
+            out[2] += len(v)
         try:
-            data = memoryview(ids).cast("B")
-            done = 0
-            while done < len(data):
-                done += os.pwrite(f.fd, data[done:done + (1 << 26)], self._spill_at + done)
-        except OSError:
-            return ids
-        ref = _IntsRef(f, self._spill_at, count)
+            got = int_list(buf, lo, hi, put)
+        except OSError:  # the spill file cannot take it: the chunk is read line by line
+            got = None
+        if got is None:
+            raise Fallback
+        value = ids if out[0] is None else _IntsRef(out[0], out[1], out[2])
+        if self.check_value is not None:
+            self.check_value(op[1], op[3], value)
+        return value
+
+    def _write(self, f, data) -> None:
+        data = memoryview(data).cast("B")
+        done = 0
+        while done < len(data):
+            done += os.pwrite(f.fd, data[done:done + (1 << 26)], self._spill_at + done)
         self._spill_at += len(data)
-        return ref
 
     def _spill_file(self):
         from .columns import _OpenFile

@@ -235,3 +235,24 @@ def test_errors_name_the_line_across_chunks(size):
     lines[150] = b"{not json\n"
     with pytest.raises(HistoryFormatError, match=r"^h:151: not JSON"):
         by_chunks(b"".join(lines), "h", size)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_sort_of_ties_in_place_is_the_full_sort(seed):
+    """History.load sorts what it read: only runs of equal end times out of start order move,
+    in place; the result is the stable sort by (end, start), sparse values and messages moved."""
+    rng = random.Random(seed)
+    n = rng.choice([3000, 9000])
+    ends = sorted(round(rng.uniform(0, 50), rng.choice([0, 1, 2])) for _ in range(n))
+    h1, h2 = History("x"), History("x")
+    for i, e in enumerate(ends):
+        s = e - rng.choice([0, 0.5, 1, 2])
+        for h in (h1, h2):
+            h.add(i % 5, "f", [i] if i % 7 == 0 else i, "ok", s, e, "n" if i % 3 else None,
+                  E_UNK if i % 11 == 0 else None)
+    want = [(o.process, o.value, o.start, o.end, o.node, o.error) for o in h2]
+    assert h1._sort_ties()
+    assert list(h1.order()) == list(range(n))
+    assert [(o.process, o.value, o.start, o.end, o.node, o.error) for o in h1] == want
+    h2.add(0, "f", 0, "ok", 0.0, 0.0)  # an end time that goes back: the general sort
+    assert not h2._sort_ties()
