@@ -140,8 +140,11 @@ def attach_result(run, result) -> None:
 def attach_transactions(verdict: dict) -> None:
     """A transactional run: every anomaly type found, allowed by the engine's promise or not, in
     words (which transactions, which edge, which key and value, why) and its cycle as a picture."""
-    tv = ((verdict.get("checks") or {}).get("transactions") or {}).get("details")
-    if not tv:
+    check = (verdict.get("checks") or {}).get("transactions") or {}
+    tv = check.get("details")
+    if not tv or "model" not in tv:  # a checker that could not decide: its summary says why
+        if check:
+            attach_text(f"{check.get('valid')}: {check.get('summary')}\n", "transactions: anomalies")
         return
     head = (f"model {tv['model']}; promised {', '.join(tv['consistency_models'])}"
             f"{' (' + tv['promise'] + ')' if tv.get('promise') else ''}\n"

@@ -194,3 +194,12 @@ def test_an_anomaly_the_promise_forbids_fails_one_it_allows_is_reported():
     # the cycle behind it (T1 appended first, T2 after it without having seen it)
     (ex,) = [e for e in ss["details"]["examples"] if e["type"] == "G-single-item"]
     assert ex["svg"].startswith("<svg") and "a contradiction!" in ex["explanation"]
+
+
+def test_a_register_run_is_judged_without_a_list_durability_check():
+    h = History("rw_register", {"model": "rw-register"})
+    h.add(0, "txn", [["w", 1, 1]], "ok", 0.0, 1.0, "sql1")
+    h.add(1, "txn", [["r", 1, 1], ["w", 1, 2]], "ok", 2.0, 3.0, "sql1")
+    h.add(FINAL_PROCESS, "txn", [["r", 1, 2], ["r", 2, None]], "ok", 50.0, 51.0, "sql1")
+    v = check_history(h, None, {"consistency_models": ["read-committed"]})["checks"]["transactions"]
+    assert v["valid"] is True and v["lost"] == 0 and v["details"]["model"] == "rw-register"
