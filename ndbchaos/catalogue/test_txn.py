@@ -85,6 +85,12 @@ SCENARIOS = [
     Scenario("txn_kill_one_data_node_text", "datanode_loss",
              "transactions (plain reads, lists in TEXT) while one data node is killed",
              fault=lambda c, rng: Kill(c, one_data_node(c, rng)), slow=True, **TEXT),
+    # FOR UPDATE on every read, but a key's row created by its first append: a locking read of a
+    # row that does not exist locks nothing in NDB (no gap locks), so only read committed holds
+    Scenario("txn_kill_one_data_node_locking_missing_rows", "datanode_loss",
+             "transactions (FOR UPDATE on every read, rows created by their first append) while a data node is killed",
+             fault=lambda c, rng: Kill(c, one_data_node(c, rng)), slow=True,
+             **{**LOCKING, "workload_params": {"read_lock": "update"}}),
     Scenario("txn_register_kill_one_data_node", "datanode_loss",
              "register transactions (plain reads) while one data node is killed",
              fault=lambda c, rng: Kill(c, one_data_node(c, rng)), slow=True, **REGISTER),

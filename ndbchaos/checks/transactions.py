@@ -38,6 +38,7 @@ def check(fr, opts: dict) -> Verdict:
         txns = TxnHistory.from_history(h)
     except TxnFormatError as e:
         return Verdict("transactions", UNKNOWN, f"not transactions: {e}", {"reason": str(e)})
+    recorded = txns.counts()  # before the GCP window's transactions are judged as indeterminate
     within = _within_gcp(txns, opts)
     for t in within:
         t.type = INFO  # acknowledged, but the engine's promise allows its loss: may or may not be there
@@ -57,7 +58,7 @@ def check(fr, opts: dict) -> Verdict:
         "model": body["model"], "consistency_models": list(models),
         "promise": opts.get("consistency_source"), "allowed": opts.get("consistency_allows"),
         "valid_models": held, "anomaly_types": forbidden, "found": v.found,
-        "not": v.not_, "also_not": v.also_not, "txns": v.txns, "graph": v.graph,
+        "not": v.not_, "also_not": v.also_not, "txns": recorded, "graph": v.graph,
         "anomalies": {k: body["anomalies"][k] for k in forbidden if k in body["anomalies"]},
         # every anomaly type found, allowed or not: its first case in words and as a picture
         "examples": _examples(v),
@@ -68,7 +69,7 @@ def check(fr, opts: dict) -> Verdict:
     valid = compose([held, False if lost else True, UNKNOWN if final is None and h.workload == "list_append"
                      else True])
     found = ", ".join(f"{k} x{n}" for k, n in v.found.items()) or "no anomaly"
-    summary = (f"{v.txns['ok']} ok / {v.txns['fail']} fail / {v.txns['info']} info transactions; {found}; "
+    summary = (f"{recorded['ok']} ok / {recorded['fail']} fail / {recorded['info']} info transactions; {found}; "
                f"{'held' if held is True else 'NOT'} {', '.join(models)}")
     if v.not_:
         summary += f"; not {', '.join(v.not_)}"
