@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover
     from json import loads as _loads
 
 from .jsonl import PAD, _parse_error
-from .model import CLASS_CODE, NO_INT
+from .model import CLASS_CODE, NO_INT, ErrorInfo
 
 #: longest string (f, node) and number the template takes, in bytes
 MAX_STR = 32
@@ -71,6 +71,7 @@ _T_OK, _MASK2 = _word(b"ok")
 _T_FAIL, _ = _word(b"fail")
 _T_INFO, _ = _word(b"info")
 _NULL_TOP = _U8(int.from_bytes(b"null", "little") << 32)  # "null" as the last 4 bytes of a word
+_NO_ERROR = ErrorInfo(None, None, None, "")
 
 
 # -- words: 8 bytes at a time (SWAR) --------------------------------------------------------------
@@ -126,15 +127,14 @@ class _Chunk:
         return v
 
     def has(self, pos: np.ndarray, lit: bytes) -> np.ndarray:
-        """Whether the bytes at each position are ``lit``."""
+        """Whether the bytes at each position are ``lit`` (at most 8 bytes, then one at a time)."""
         u = self.u64
         pos = np.minimum(pos, len(u) - 4)  # (a short line at the end: it fails anyway)
-        if len(lit) <= 8:
-            v, m = _word(lit)
-            return (u[pos] & m) == v
-        v1, _ = _word(lit[:8])
-        v2, _ = _word(lit[-8:])
-        return (u[pos] == v1) & (u[pos + (len(lit) - 8)] == v2)
+        v, m = _word(lit[:8])
+        ok = (u[pos] & m) == v
+        for k in range(8, len(lit)):
+            ok &= self.a[pos + k] == lit[k]
+        return ok
 
 
 def _number(ch: _Chunk, x: np.ndarray, y: np.ndarray, ok: np.ndarray, dot: bool):
@@ -258,13 +258,63 @@ def _decode(raw: list, code: np.ndarray, ok: np.ndarray) -> list:
     return names
 
 
-def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, cols, min_share: float = 0.5):
-    """Decode the template lines (module docstring) among the lines [starts, ends) of a chunk.
+def _errors(ch: _Chunk, x: np.ndarray, y: np.ndarray, seen: dict):
+    """The error objects in [x, y) (each starts with "{"), decoded once per distinct text (the
+    texts compared whole, 8 bytes at a time): (errno, engine code, class code, message, ok) per
+    row. ``seen`` maps a text to its ErrorInfo (None: not a valid error)."""
+    n = len(x)
+    length = y - x
+    w = int(length.max())
+    if w > 512:  # long texts: one at a time
+        texts = [bytes(ch.buf[i:j]) for i, j in zip(x.tolist(), y.tolist())]
+        uniq, inv = np.unique(np.array(texts, dtype=object), return_inverse=True)
+        reps = list(uniq)
+    else:
+        u = ch.u64
+        m = np.empty((n, (w + 7) // 8 + 1), dtype=np.uint64)
+        m[:, 0] = length
+        for k in range(1, m.shape[1]):  # word k: bytes x + 8(k-1) on, the last one read from y back
+            at = x + 8 * (k - 1)
+            rest = y - at
+            m[:, k] = np.where(rest >= 8, u[np.minimum(at, y - 8)],
+                               u[y - 8] >> ((8 - np.clip(rest, 0, 8)) << 3).astype(np.uint64))
+        h = m[:, 0].copy()  # a hash of each text, then each text compared whole with its group's first
+        for k in range(1, m.shape[1]):
+            h *= _U8(0x9E3779B97F4A7C15)
+            h ^= m[:, k]
+        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        inv = inv.reshape(-1)
+        if not (m == m[first[inv]]).all():  # two texts of one hash
+            _, first, inv = np.unique(m, axis=0, return_index=True, return_inverse=True)
+        reps = [bytes(ch.buf[x[i]:y[i]]) for i in first.tolist()]
+    inv = inv.reshape(-1)
+    infos = []
+    for t in reps:
+        info = seen.get(t, seen)
+        if info is seen:
+            try:
+                info = _parse_error(_loads(t))
+            except (ValueError, TypeError):
+                info = None
+            seen[t] = info
+        infos.append(info)
+    good = np.array([i is not None for i in infos])
+    infos = [i or _NO_ERROR for i in infos]
+    errno = np.array([-1 if i.errno is None else i.errno for i in infos], dtype=np.int32)[inv]
+    ecode = np.array([-1 if i.engine_code is None else i.engine_code for i in infos], dtype=np.int32)[inv]
+    ecls = np.array([CLASS_CODE.get(i.cls, 0) for i in infos], dtype=np.uint8)[inv]
+    return errno, ecode, ecls, [infos[k].message for k in inv.tolist()], good[inv]
+
+
+def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, seen: dict, min_share: float = 0.5):
+    """Decode the template lines (module docstring) among the lines [starts, ends) of a chunk
+    (``seen``: decoded error texts, see ``_errors``).
 
     Returns None when fewer than ``min_share`` of the lines are template lines (the caller
-    reads the chunk line by line), else ``(mask, fields)``: which lines were decoded and their
-    columns in ``Columns``' codes (f and node names registered in ``cols``), plus the error
-    message of each decoded line that has one."""
+    reads the chunk line by line), else ``(mask, fields)``: which lines were decoded, and their
+    columns; "f" and "node" are indexes into the lists "f_names" and "node_names" (node -1:
+    null), "msg_rows"/"msgs" the error message of each decoded line that has one. Reads only
+    the chunk (threads may decode parts of one at the same time)."""
     a, u = ch.a, ch.u64
     n = len(starts)
     if n == 0:
@@ -273,9 +323,11 @@ def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, cols, min_share: 
     ok &= ch.has(starts, b'{"process":')
     if np.count_nonzero(ok) < min_share * n:
         return None
-    com = np.flatnonzero(a == 44)
+    lo = int(starts[0])
+    com = np.flatnonzero(a[lo:int(ends[-1])] == 44)
     if len(com) < 7:
         return None
+    com += lo
     j = np.searchsorted(com, starts)
     ok &= j + 6 < len(com)
     np.minimum(j, len(com) - 7, out=j)
@@ -317,55 +369,36 @@ def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, cols, min_share: 
     ncode, nnames, ok = _strings(ch, np.where(nstr, nx + 1, nx), np.where(nstr, p[6] - 1, nx), ok)
     # errors: null, or an object decoded once per distinct text
     rx = p[6] + 9
-    rnull = (ends - 1 - rx == 4) & ((u[np.minimum(rx, len(u) - 1)] & _MASK4) == _NULL)
+    rnull = (ends - 1 - rx == 4) & (((u[ends - 8] >> _U8(24)) & _MASK4) == _NULL)  # ...null}
     errno = ecode = ecls = None
+    rows = np.empty(0, dtype=np.int64)
     msgs: list = []
     if not rnull.all():
+        ok &= rnull | (a[rx] == 123)
         rows = np.flatnonzero(~rnull & ok)
         errno = np.zeros(len(lines), dtype=np.int32)
         ecode = np.zeros(len(lines), dtype=np.int32)
         ecls = np.zeros(len(lines), dtype=np.uint8)
-        ok &= rnull | (a[rx] == 123)
-        buf = ch.buf
-        seen: dict = {}
-        bad = []
-        for r, x0, x1 in zip(rows.tolist(), rx[rows].tolist(), (ends[rows] - 1).tolist()):
-            t = bytes(buf[x0:x1])
-            info = seen.get(t, seen)
-            if info is seen:
-                try:
-                    info = _parse_error(_loads(t))
-                except (ValueError, TypeError):
-                    info = None
-                seen[t] = info
-            if info is None:
-                bad.append(r)
-                continue
-            errno[r] = -1 if info.errno is None else info.errno
-            ecode[r] = -1 if info.engine_code is None else info.engine_code
-            ecls[r] = CLASS_CODE.get(info.cls, 0)
-            msgs.append((r, info.message))
-        if bad:
-            ok[bad] = False
-    # names to codes (registering new ones), only for the lines kept
-    fmap = np.array([cols.f_code(x) if x is not None and ok[fcode == k].any() else 0
-                     for k, x in enumerate(fnames)], dtype=np.uint8)
-    nmap = np.array([cols.node_code(x) if x is not None and ok[(ncode == k) & nstr].any() else -1
-                     for k, x in enumerate(nnames)] or [-1], dtype=np.int16)
+        if len(rows):
+            e1, e2, e3, msgs, good = _errors(ch, rx[rows], ends[rows] - 1, seen)
+            errno[rows], ecode[rows], ecls[rows] = e1, e2, e3
+            if not good.all():
+                ok[rows[~good]] = False
     fields = {
-        "process": process.astype(np.int32), "f": fmap[fcode], "type": type_, "start": start, "end": end,
-        "node": np.where(nstr, nmap[ncode], -1).astype(np.int16), "ival": ival,
-        "errno": errno, "ecode": ecode, "ecls": ecls,
+        "process": process.astype(np.int32), "f": fcode, "type": type_, "start": start, "end": end,
+        "node": np.where(nstr, ncode, -1), "ival": ival, "errno": errno, "ecode": ecode, "ecls": ecls,
     }
     keep = lines[ok]
     mask = np.zeros(n, dtype=bool)
     mask[keep] = True
     if not ok.all():
         fields = {k: (None if v is None else v[ok]) for k, v in fields.items()}
-        if msgs:
-            newpos = np.cumsum(ok) - 1
-            msgs = [(int(newpos[r]), m) for r, m in msgs if ok[r]]
-    fields["msgs"] = msgs
+        if len(rows):
+            kept = ok[rows]
+            msgs = [m for m, k in zip(msgs, kept.tolist()) if k]
+            rows = (np.cumsum(ok) - 1)[rows[kept]]
+    fields["msg_rows"], fields["msgs"] = rows, msgs
+    fields["f_names"], fields["node_names"] = fnames, nnames
     return mask, fields
 
 
@@ -455,6 +488,7 @@ class ChunkLoader:
         self._spill = None  # the temporary file of long id lists (columns._OpenFile)
         self._spill_at = 0
         self._checked: set = set()  # (f code, type, value is null) already validated
+        self._seen: dict = {}  # error texts decoded (template)
 
     def feed(self, buf, first_lineno: int) -> int:
         """Append the op lines of buf[PAD:] (whole lines, first_lineno the first's number; a
@@ -486,10 +520,11 @@ class ChunkLoader:
         cr = (a[nl - 1] == 13) & (ends > starts)
         if cr.any():
             ends[cr] -= 1
-        res = template(ch, starts, ends, self.cols)
+        res = template(ch, starts, ends, self._seen)
         if res is None:
             return None
         mask, fields = res
+        self._resolve(fields)
         self._check_template(fields)
         if mask.all():
             self._append(n, fields, np.arange(n), None, None)
@@ -515,6 +550,20 @@ class ChunkLoader:
         kept[rows] = True
         pos = np.cumsum(kept) - 1  # row of each kept line
         self._append(int(np.count_nonzero(kept)), fields, pos[mask], tmp, pos[rows])
+
+    def _resolve(self, fields) -> None:
+        """The template fields' f and node names as the columns' codes (registering new ones)."""
+        cols = self.cols
+        f, node = fields["f"], fields["node"]
+        try:
+            fmap = [cols.f_code(x) if x is not None and (f == k).any() else 0
+                    for k, x in enumerate(fields["f_names"])]
+            nmap = [cols.node_code(x) if x is not None and (node == k).any() else -1
+                    for k, x in enumerate(fields["node_names"])]
+        except ValueError:  # too many names: read line by line, which names the line
+            raise Fallback from None
+        fields["f"] = np.array(fmap or [0], dtype=np.uint8)[f]
+        fields["node"] = np.array(nmap + [-1], dtype=np.int16)[node]
 
     def _check_template(self, fields) -> None:
         """Value shapes of the template lines: their values are ints or null, so the workload's
@@ -647,6 +696,4 @@ class ChunkLoader:
                 col = np.zeros(n, dtype=dt)
             getattr(cols, name).frombytes(memoryview(np.ascontiguousarray(col, dtype=dt)).cast("B"))
         if fields is not None and fields["msgs"]:
-            msgs = cols.msgs
-            for r, m in fields["msgs"]:
-                msgs[base + int(tpos[r])] = m
+            cols.msgs.update(zip((base + tpos[fields["msg_rows"]]).tolist(), fields["msgs"]))
