@@ -65,7 +65,8 @@ def stock_and_orders(cur) -> dict:
     """Stock and ordered quantity per item, read consistently: shared locks on every stock row
     first (no order can commit meanwhile: it needs its stock row's exclusive lock), then the orders.
     The caller holds a transaction."""
-    cur.execute("SELECT item, qty FROM stock ORDER BY item FOR SHARE")
+    # LOCK IN SHARE MODE, not MySQL 8's FOR SHARE: MariaDB (Galera) knows only the former
+    cur.execute("SELECT item, qty FROM stock ORDER BY item LOCK IN SHARE MODE")
     stock = {str(item): int(qty) for item, qty in cur.fetchall()}
     cur.execute("SELECT item, SUM(qty) FROM orders GROUP BY item")
     ordered = {str(item): int(total) for item, total in cur.fetchall()}
