@@ -408,6 +408,29 @@ _STEP = 1 << 18  # bytes of an id list parsed at a time (small: its temporaries 
 _PAD = b" " * PAD  # before an id list's slice: every window of a number stays in the buffer
 
 
+def _same_width(buf, pos: int, end: int) -> np.ndarray | None:
+    """The ints of buf[pos:end] when they all have the first one's number of digits (a ledger
+    read lists its ids in order: most slices): rows of a fixed width, no search for the commas.
+    None otherwise."""
+    first = buf.find(b",", pos, end)
+    width = (end if first < 0 else first) - pos
+    if not 1 <= width <= MAX_NUM or (end - pos + 1) % (width + 1):
+        return None
+    k = (end - pos + 1) // (width + 1)
+    a = np.frombuffer(buf, dtype=np.uint8)
+    rows = as_strided(a[pos:], shape=(k, width + 1), strides=(width + 1, 1), writeable=False)
+    if k > 1 and not (rows[:-1, width] == 44).all():
+        return None
+    d = rows[:, :width] - np.uint8(48)
+    if not (d < 10).all() or (width > 1 and not d[:, 0].all()):  # digits only, no leading zero
+        return None
+    v = d[:, 0].astype(np.int64)
+    for j in range(1, width):
+        v *= 10
+        v += d[:, j]
+    return v
+
+
 def int_list(buf: bytes, lo: int, hi: int, put) -> int | None:
     """Parse the list body buf[lo:hi] (``1,2,3``: JSON integers of at most 16 digits, no spaces),
     handing each int64 array of it to ``put`` in turn; the count, or None if it is not such a
@@ -422,14 +445,16 @@ def int_list(buf: bytes, lo: int, hi: int, put) -> int | None:
             end = buf.rfind(b",", pos, pos + _STEP)
             if end <= pos:
                 return None
-        ch = _Chunk(_PAD + buf[pos:end] + b",")
-        ends = np.flatnonzero(ch.a == 44)
-        starts = np.empty(len(ends), dtype=np.int64)
-        starts[0] = len(_PAD)
-        starts[1:] = ends[:-1] + 1
-        v, ok = _number(ch, starts, ends, np.ones(len(ends), dtype=bool), False)
-        if not ok.all():
-            return None
+        v = _same_width(buf, pos, end)
+        if v is None:
+            ch = _Chunk(_PAD + buf[pos:end] + b",")
+            ends = np.flatnonzero(ch.a == 44)
+            starts = np.empty(len(ends), dtype=np.int64)
+            starts[0] = len(_PAD)
+            starts[1:] = ends[:-1] + 1
+            v, ok = _number(ch, starts, ends, np.ones(len(ends), dtype=bool), False)
+            if not ok.all():
+                return None
         put(v)
         total += len(v)
         pos = end + 1

@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import random
+import re
 
 import numpy as np
 import pytest
@@ -256,3 +257,34 @@ def test_sort_of_ties_in_place_is_the_full_sort(seed):
     assert [(o.process, o.value, o.start, o.end, o.node, o.error) for o in h1] == want
     h2.add(0, "f", 0, "ok", 0.0, 0.0)  # an end time that goes back: the general sort
     assert not h2._sort_ties()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_int_lists_parse_exactly(seed, monkeypatch):
+    """An id list body is taken only if json would read the same list of 64-bit ints."""
+    monkeypatch.setattr(scan, "_STEP", 48)
+    rng = random.Random(seed)
+    for _ in range(300):
+        kind = rng.random()
+        if kind < 0.4:  # sorted ids, mostly of one width
+            base = rng.choice([0, 7, 95, 9990, 10**6 - 20, 10**15 - 3])
+            ids = list(range(base, base + rng.randrange(0, 40)))
+        else:
+            ids = [rng.choice([0, -1, 5, 42, -987654321, 10**16 - 1, 10**17, -(2**63), 2**63 - 1, 2**64])
+                   for _ in range(rng.randrange(1, 12))]
+        body = ",".join(map(str, ids)).encode()
+        if rng.random() < 0.5 and body:  # a byte replaced, removed or added
+            i = rng.randrange(len(body))
+            m = rng.choice([b"0", b"9", b",", b"-", b" ", b"a", b".", b""])
+            body = body[:i] + m + body[i + rng.randrange(2):]
+        buf = b" " * 64 + b"[" + body + b"]"
+        got: list = []
+        n = scan.int_list(buf, 65, len(buf) - 1, lambda v: got.extend(v.tolist()))
+        try:
+            want = json.loads(b"[" + body + b"]")
+        except ValueError:
+            want = None
+        if re.fullmatch(rb"(-?(0|[1-9][0-9]{0,15})(,-?(0|[1-9][0-9]{0,15}))*)?", body):
+            assert n == len(want) and got == want, body  # plain: always taken
+        elif n is not None:  # taken: then it must be exactly what json reads
+            assert got == want, body
