@@ -14,6 +14,8 @@ checks (detection, outage, recovery, errors):
     locking    SELECT ... FOR UPDATE on every read, every key's row created before the load: strict
                two-phase locking, checked against strict serializability
 
+The default run (``-m "not slow"``: ``bin/chaos run`` and CI) keeps two of them, a data node killed
+under plain reads and the master killed under locking reads; ``pytest -m txn`` runs them all.
 Anomalies the promise allows are reported with their explanation and a picture, never hidden;
 one it forbids fails the scenario like a lost write. A whole node group lost stops the cluster:
 transactions acknowledged within the last global checkpoint interval before it stopped may be
@@ -47,36 +49,36 @@ SCENARIOS = [
              fault=lambda c, rng: Kill(c, one_data_node(c, rng)), **PLAIN),
     Scenario("txn_kill_one_data_node_locking", "datanode_loss",
              "transactions (FOR UPDATE on every read) while one data node is killed",
-             fault=lambda c, rng: Kill(c, one_data_node(c, rng)), **LOCKING),
+             fault=lambda c, rng: Kill(c, one_data_node(c, rng)), slow=True, **LOCKING),
     # The master coordinates node failures and global checkpoints: the transactions it
     # coordinated are taken over by the survivors, who must finish or abort each everywhere.
     Scenario("txn_kill_master_data_node", "datanode_loss",
              "transactions (plain reads) while the master data node is killed",
-             fault=lambda c, rng: Kill(c, masters(c)), engines=("ndb",), elsewhere=NO_GROUPS, **PLAIN),
+             fault=lambda c, rng: Kill(c, masters(c)), engines=("ndb",), elsewhere=NO_GROUPS, slow=True, **PLAIN),
     Scenario("txn_kill_master_data_node_locking", "datanode_loss",
              "transactions (FOR UPDATE on every read) while the master data node is killed",
              fault=lambda c, rng: Kill(c, masters(c)), engines=("ndb",), elsewhere=NO_GROUPS, **LOCKING),
     Scenario("txn_freeze_one_data_node", "datanode_loss",
              "transactions (plain reads) while one data node is frozen, then thawed",
-             fault=lambda c, rng: Pause(c, one_data_node(c, rng)), expectation_kw={"frozen": True}, **PLAIN),
+             fault=lambda c, rng: Pause(c, one_data_node(c, rng)), expectation_kw={"frozen": True}, slow=True, **PLAIN),
     Scenario("txn_kill_two_data_nodes_different_nodegroups", "datanode_loss",
              "transactions (FOR UPDATE on every read) while a data node of each node group is killed",
              fault=lambda c, rng: Kill(c, one_per_nodegroup(c, rng)), expectation="two_datanodes_different_ng",
-             engines=("ndb",), elsewhere=NO_GROUPS, **LOCKING),
+             engines=("ndb",), elsewhere=NO_GROUPS, slow=True, **LOCKING),
     Scenario("txn_kill_whole_nodegroup", "nodegroup_loss",
              "transactions (plain reads) while a whole node group is killed: cluster stop, system restart",
-             fault=lambda c, rng: Kill(c, one_nodegroup(c, rng)), **PLAIN),
+             fault=lambda c, rng: Kill(c, one_nodegroup(c, rng)), slow=True, **PLAIN),
     Scenario("txn_kill_whole_nodegroup_locking", "nodegroup_loss",
              "transactions (FOR UPDATE on every read) while a whole node group is killed",
              fault=lambda c, rng: Kill(c, one_nodegroup(c, rng)), engines=("ndb",), elsewhere=NO_GROUPS, slow=True,
              **LOCKING),
     Scenario("txn_split_nodegroup_arbitrator_on_one_side", "partition",
              "transactions (plain reads) while the node groups are split, the arbitrator on one side",
-             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="a"), **PLAIN),
+             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="a"), slow=True, **PLAIN),
     # The SQL node dies with transactions open on it: those in COMMIT are of unknown outcome.
     Scenario("txn_lose_one_sql_node", "sqlnode_loss",
              "transactions (plain reads) while one SQL node is lost mid-transaction",
-             fault=lose_one_sql_node, via_proxy=lambda c: not sql_only(c), **PLAIN),
+             fault=lose_one_sql_node, via_proxy=lambda c: not sql_only(c), slow=True, **PLAIN),
     Scenario("txn_lose_one_sql_node_locking", "sqlnode_loss",
              "transactions (FOR UPDATE on every read) while one SQL node is lost mid-transaction",
              fault=lose_one_sql_node, via_proxy=lambda c: not sql_only(c), slow=True, **LOCKING),
