@@ -306,9 +306,11 @@ def _errors(ch: _Chunk, x: np.ndarray, y: np.ndarray, seen: dict):
     return errno, ecode, ecls, [infos[k].message for k in inv.tolist()], good[inv]
 
 
-def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, seen: dict, min_share: float = 0.5):
+def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, seen: dict, sep: np.ndarray | None = None,
+             first: np.ndarray | None = None, min_share: float = 0.5):
     """Decode the template lines (module docstring) among the lines [starts, ends) of a chunk
-    (``seen``: decoded error texts, see ``_errors``).
+    (``seen``: decoded error texts, see ``_errors``). ``sep``: the places of the chunk's commas
+    (and newlines), ascending, ``first``: where each line's are in it (found when not given).
 
     Returns None when fewer than ``min_share`` of the lines are template lines (the caller
     reads the chunk line by line), else ``(mask, fields)``: which lines were decoded, and their
@@ -323,16 +325,15 @@ def template(ch: _Chunk, starts: np.ndarray, ends: np.ndarray, seen: dict, min_s
     ok &= ch.has(starts, b'{"process":')
     if np.count_nonzero(ok) < min_share * n:
         return None
-    lo = int(starts[0])
-    com = np.flatnonzero(a[lo:int(ends[-1])] == 44)
-    if len(com) < 7:
+    if sep is None:
+        lo = int(starts[0])
+        sep = np.flatnonzero(a[lo:int(ends[-1])] == 44) + lo
+        first = np.searchsorted(sep, starts)
+    if len(sep) < 7:
         return None
-    com += lo
-    j = np.searchsorted(com, starts)
-    ok &= j + 6 < len(com)
-    np.minimum(j, len(com) - 7, out=j)
-    p = [com[j + k] for k in range(7)]
-    ok &= p[6] < ends
+    j = np.minimum(first, len(sep) - 7)
+    p = [sep[j + k] for k in range(7)]
+    ok &= (first + 6 < len(sep)) & (p[0] >= starts) & (p[6] < ends)  # seven commas in the line
     ok &= ch.has(p[0], b',"f":"') & ch.has(p[1] - 1, b'","value":') & ch.has(p[2], b',"type":"')
     ok &= ch.has(p[3] - 1, b'","start":') & ch.has(p[4], b',"end":') & ch.has(p[5], b',"node":')
     ok &= ch.has(p[6], b',"error":')
@@ -536,7 +537,10 @@ class ChunkLoader:
             return 1
         ch = _Chunk(buf)
         a = ch.a
-        nl = np.flatnonzero(a == 10)
+        sep = np.flatnonzero((a == 10) | (a == 44))  # newlines and commas, in one pass
+        isnl = a[sep] == 10
+        at = np.flatnonzero(isnl)  # the newlines' places in sep
+        nl = sep[at]
         n = len(nl)
         starts = np.empty(n, dtype=np.int64)
         starts[0] = PAD
@@ -545,7 +549,10 @@ class ChunkLoader:
         cr = (a[nl - 1] == 13) & (ends > starts)
         if cr.any():
             ends[cr] -= 1
-        res = template(ch, starts, ends, self._seen)
+        first = np.empty(n, dtype=np.int64)  # each line's first comma (or its newline) in sep
+        first[0] = 0
+        first[1:] = at[:-1] + 1
+        res = template(ch, starts, ends, self._seen, sep, first)
         if res is None:
             return None
         mask, fields = res
