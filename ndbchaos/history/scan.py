@@ -607,7 +607,7 @@ class ChunkLoader:
         key = fields["f"].astype(np.int64) * 8 + fields["type"] * 2 + null
         names = self.cols.f_names
         types = ("ok", "fail", "info")
-        for k in np.unique(key).tolist():
+        for k in np.flatnonzero(np.bincount(key)).tolist():
             if k in self._checked:
                 continue
             i = int(np.argmax(key == k))
