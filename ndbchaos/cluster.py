@@ -1,6 +1,8 @@
-"""The cluster handle: bring a containerized cluster up, find its nodes by label, judge its
-health, reset it between scenarios and tear it down.
+"""The compose runtime: a containerized cluster this framework starts as a Compose project; its
+nodes found by label, reset between scenarios and torn down.
 
+``ComposeCluster`` is one of the two ``ndbchaos.handle.ClusterHandle`` runtimes (the other is an
+inventory's hosts, ``ndbchaos.inventory.InventoryCluster``); ``Cluster`` is its name for users.
 One handle serves a whole pytest session. Its journal (``ndbchaos.journal.Journal``) keeps the
 framework's events and every fault injected into it, so ``reset()`` and ``down()`` heal whatever
 is still open on any path out.
@@ -21,10 +23,10 @@ from . import runtime
 from . import topology as TP
 from .clock import RunClock
 from .engines.base import ClusterStatus, Engine
-from .errors import ClusterNotReady, NdbChaosError
-from .journal import Journal
+from .errors import NdbChaosError
+from .faults import netns
+from .handle import ClusterHandle
 from .topology import Node, Topology
-from .waiting import Deadline, wait_until
 
 log = logging.getLogger("ndbchaos")
 
@@ -33,19 +35,15 @@ def new_project_id() -> str:
     return "ndbchaos-" + uuid.uuid4().hex[:10]
 
 
-class Cluster:
-    #: how nodes are run: ``docker`` (containers this framework started) or ``inventory``
+class ComposeCluster(ClusterHandle):
+    """The compose runtime; it has the ``ndbchaos.handle.ComposeProject`` ability."""
+
     backend = "docker"
+    netns_outlives_node = False  # a stopped container has no namespace left, nor rules
 
     def __init__(self, engine: Engine, options: dict | None = None, project: str | None = None,
                  clock: RunClock | None = None):
-        self.engine = engine
-        self.options = dict(options or {})
-        self.project = project or new_project_id()
-        self.clock = clock or RunClock()
-        self.topology: Topology | None = None
-        self.journal = Journal(self.clock)
-        self.started = False
+        super().__init__(engine, options, project or new_project_id(), clock)
         self.pinned_ports: dict[str, int] = {}  # NDBCHAOS_PORT_<SERVICE> -> host port
 
     # -- compose ---------------------------------------------------------------------------
@@ -67,10 +65,6 @@ class Cluster:
 
     def compose(self, *args: str, check: bool = True, timeout: float = 600):
         return runtime.compose(self.project, self.files, self.env, *args, check=check, timeout=timeout)
-
-    def note(self, kind: str, **fields) -> dict:
-        """A framework event on the run clock (for the timeline and the run record)."""
-        return self.journal.note(kind, **fields)
 
     # -- lifecycle -------------------------------------------------------------------------
     def up(self, timeout: float = 240) -> ClusterStatus:
@@ -148,9 +142,6 @@ class Cluster:
         self.topology = Topology(self.project, self.engine.name, nodes)
         return self.topology
 
-    def engine_sql_roles(self) -> tuple[str, ...]:
-        return self.engine.sql_roles
-
     def container(self, node: Node | str):
         """The docker-py container of a node, refusing anything outside this project."""
         name = node.container if isinstance(node, Node) else node
@@ -158,68 +149,14 @@ class Cluster:
 
     # -- where network faults work: a helper container in the node's namespace -----------------
     def net_helper(self, node: Node, purpose: str = "fault"):
-        from .faults import netns
         return netns.start_helper(self, node, purpose=purpose)
 
     def net_helpers(self, nodes, purpose: str = "fault") -> dict:
-        from .faults import netns
         return netns.start_helpers(self, nodes, purpose=purpose)
 
     def node_ips(self, node: Node) -> list[str]:
         """The node's addresses on the cluster network: what its peers' packets come from."""
-        from .faults import netns
         return netns.container_ips(self.container(node))
-
-    def status(self) -> ClusterStatus:
-        return self.engine.status(self)
-
-    def wait_healthy(self, timeout: float, poll: float = 0.5) -> ClusterStatus:
-        last: list[ClusterStatus] = []
-
-        def healthy():
-            last[:] = [self.status()]
-            return last[0] if last[0].healthy else None
-
-        return wait_until(healthy, max(timeout, 1), poll, on_timeout=lambda: ClusterNotReady(
-            f"cluster {self.project} not healthy after {timeout:.0f}s: " + "; ".join(last[0].problems[:4])))
-
-    def wait_for(self, predicate, timeout: float, poll: float = 0.25, what: str = "condition"):
-        """Poll ``status()`` until ``predicate(status)`` is true; return (status, seconds)."""
-        d, last = Deadline(timeout), []
-
-        def reached():
-            last[:] = [self.status()]
-            return last[0] if predicate(last[0]) else None
-
-        st = wait_until(reached, timeout, poll, on_timeout=lambda: ClusterNotReady(
-            f"{what} not reached within {timeout:.0f}s: " + "; ".join(last[0].problems[:4])))
-        return st, d.elapsed()
-
-    def heal_all(self) -> list[str]:
-        """Heal every open fault (newest first). Errors are collected, not raised, so that one
-        failing heal does not leave the others in place."""
-        problems = []
-        for f in reversed(self.journal.open_faults()):
-            try:
-                f.heal()
-            except Exception as e:  # keep healing the rest
-                problems.append(f"{f.kind}: {e}")
-        return problems
-
-    def reset(self, timeout: float = 300) -> ClusterStatus:
-        """Back to healthy between scenarios: heal faults, unpause, restart dead nodes, wait."""
-        problems = self.heal_all()
-        self.thaw_all()
-        self.discover()
-        st = self.status()
-        dead = [self.topology.node(n.node) for n in st.nodes if n.container in ("exited", "dead", "created")]
-        if dead:
-            self.engine.recover_nodes(self, dead)
-        st = self.wait_healthy(timeout)
-        self.discover()
-        if problems:
-            log.warning("reset healed with problems: %s", problems)
-        return st
 
     def thaw_all(self) -> None:
         """Unpause every paused node of this project."""
@@ -241,6 +178,13 @@ class Cluster:
         removed += reap(self.project)
         self.started = False
         return removed
+
+    def describe(self) -> dict[str, str | int]:
+        return {"backend": self.backend, "images": ",".join(self.engine.images(self.options))}
+
+
+#: the compose runtime under the name scenarios, tests and users know it by
+Cluster = ComposeCluster
 
 
 def reap(project: str | None = None) -> list[str]:

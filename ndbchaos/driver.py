@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from . import plans
+from .families import FAMILIES
+from .handle import ClusterHandle, ComposeProject
 from .waiting import wait_until
 
 BASELINE_S = 5.0  # steady state before the fault: the throughput baseline
@@ -62,17 +64,17 @@ class Scenario:
             return None
         return f"{self.name} is for {', '.join(self.engines)} only: {self.elsewhere or 'no such fault on ' + engine}"
 
-    def route(self, cluster) -> bool:
+    def route(self, cluster: ClusterHandle) -> bool:
         """Whether its clients go through toxiproxy on ``cluster`` (``via_proxy`` resolved): its
         fault acts on the clients' path, which reaches only clients that go through the proxy."""
         return bool(self.via_proxy(cluster) if callable(self.via_proxy) else self.via_proxy)
 
-    def why_not_on(self, cluster) -> str | None:
+    def why_not_on(self, cluster: ClusterHandle) -> str | None:
         """Why this scenario cannot be played on ``cluster`` (None: it can): it is not for the
-        cluster's engine, or its clients must go through a toxiproxy, which only the container
-        backend places in front of the SQL nodes."""
+        cluster's engine, or its clients must go through a toxiproxy, which only a Compose project
+        (the container backend) places in front of the SQL nodes."""
         why = self.skip_reason(cluster.engine.name)
-        if why is None and self.route(cluster) and cluster.backend != "docker":
+        if why is None and self.route(cluster) and not isinstance(cluster, ComposeProject):
             why = (f"{self.name}: its clients go through a toxiproxy in front of the SQL nodes, which only the "
                    f"container backend places (not an inventory's hosts)")
         return why
@@ -83,8 +85,7 @@ class Scenario:
         # another Allure history id)
         return self.name
 
-    def plan(self, cluster, fault) -> plans.Plan:
-        from .families import FAMILIES
+    def plan(self, cluster: ClusterHandle, fault) -> plans.Plan:
         builder = FAMILIES[self.family].plan
         if builder == "partition":
             return plans.partition(cluster, self.family, fault)

@@ -27,3 +27,18 @@ class ClusterNotReady(NdbChaosError):
 
 class BlastRadiusError(NdbChaosError):
     """A fault was pointed at something this run does not own."""
+
+
+class FaultUnsupported(NdbChaosError):
+    """This host or cluster cannot do this fault (e.g. the kernel has no sch_netem).
+
+    Not a failure of the system under test: the pytest layer turns it into a skip with
+    ``reason`` (``ndbchaos.faults.skip_if_unsupported``)."""
+
+    def __init__(self, message: str, reason: str | None = None):
+        super().__init__(message)
+        self.reason = reason or message
+
+
+class InventoryError(UsageError):
+    """A bad inventory: one line, before any host is contacted or any fault injected."""

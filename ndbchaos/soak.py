@@ -39,6 +39,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .driver import Scenario, cycle
+from .errors import UsageError
+from .handle import ClusterHandle
 
 SOAK_S = 600.0  # the default duration: ten minutes (pytest --soak-duration)
 PAUSE_S = (5.0, 12.0)  # load without a fault before each one: the fault's baseline
@@ -89,7 +91,7 @@ class Menu:
         return "through toxiproxy" if self.via_proxy else "straight to the SQL nodes"
 
 
-def menu_on(soak: Soak, cluster) -> Menu:
+def menu_on(soak: Soak, cluster: ClusterHandle) -> Menu:
     """The declarations of ``soak`` that can act on ``cluster``, those left out (each with why),
     and the route of the soak's clients: through the proxies when any declaration played has its
     clients there in its own scenario (``Scenario.route``), else direct. The one decision the
@@ -103,7 +105,6 @@ def menu_on(soak: Soak, cluster) -> Menu:
         else:
             left.append(LeftOut(sc.name, why))
     if not played:
-        from .errors import UsageError
         raise UsageError(f"soak {soak.name}: no fault of its menu runs on this {cluster.engine.name} cluster "
                          f"({cluster.backend} backend): " + "; ".join(x.why for x in left))
     return Menu(tuple(played), tuple(left), any(sc.route(cluster) for sc in played))
@@ -122,7 +123,7 @@ class Step:
                 "seed": self.seed}
 
 
-def schedule(soak: Soak, seed: int, cluster) -> Iterator[Step]:
+def schedule(soak: Soak, seed: int, cluster: ClusterHandle) -> Iterator[Step]:
     """The endless seeded sequence of faults of ``soak`` on ``cluster`` (its menu there:
     ``menu_on``): the same seed, the same sequence. Every kind of the menu comes once, in a
     seeded order, before any comes again (so a short soak still sees each kind), and the same
@@ -149,7 +150,6 @@ def play_soak(run, soak: Soak, duration_s: float):
     cluster = run.cluster
     on = menu_on(soak, cluster)
     if run.via_proxy != on.via_proxy:
-        from .errors import UsageError
         raise UsageError(f"soak {soak.name}: its menu here needs the clients {on.route}, the run has them "
                          f"{'through toxiproxy' if run.via_proxy else 'straight to the SQL nodes'} "
                          f"(make the run with via_proxy=menu_on(soak, cluster).via_proxy)")

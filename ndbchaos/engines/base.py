@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..cluster import Cluster
+if TYPE_CHECKING:  # pragma: no cover (the handles type their engine with this module's Engine)
+    from ..cluster import ComposeCluster
+    from ..handle import ClusterHandle
+    from ..inventory.cluster import InventoryCluster
     from ..topology import Node
 
 #: a kept monitoring connection that fails faster than this was stale (closed by a restart of its
@@ -86,21 +88,21 @@ class ManagementClient(Protocol):
     """A management client (NDB's ndb_mgm): ``mgm(cluster, command, timeout=...)`` -> (exit code,
     output, the management node that answered)."""
 
-    def mgm(self, cluster: "Cluster", command: str, node=None, timeout: float = ...) -> tuple: ...
+    def mgm(self, cluster: "ClusterHandle", command: str, node=None, timeout: float = ...) -> tuple: ...
 
 
 @runtime_checkable
 class ClusterLog(Protocol):
     """A cluster log a fault can follow while it acts (NDB's management nodes' log)."""
 
-    def cluster_log_follower(self, cluster: "Cluster", node=None, keep_other: bool = False): ...
+    def cluster_log_follower(self, cluster: "ClusterHandle", node=None, keep_other: bool = False): ...
 
 
 @runtime_checkable
 class InventoryCheck(Protocol):
     """Checks of its own on an existing cluster described by an inventory (notes to record)."""
 
-    def check_inventory(self, cluster) -> list[str]: ...
+    def check_inventory(self, cluster: "InventoryCluster") -> list[str]: ...
 
 
 @dataclass(frozen=True)
@@ -214,21 +216,21 @@ class Engine:
         """Compose profiles to enable. Default: none."""
         return []
 
-    def start(self, cluster: "Cluster") -> None:
+    def start(self, cluster: "ComposeCluster") -> None:
         """Bring the cluster up in the engine's order (compose up of services)."""
         raise NotImplementedError
 
-    def prepare(self, cluster: "Cluster") -> None:
+    def prepare(self, cluster: "ClusterHandle") -> None:
         """After the first healthy state: create the client user and database."""
         raise NotImplementedError
 
     # -- observation ----------------------------------------------------------------------
-    def status(self, cluster: "Cluster") -> ClusterStatus:
+    def status(self, cluster: "ClusterHandle") -> ClusterStatus:
         """Every node's state and the engine's judgement of the whole (``healthy``, ``problems``,
         engine facts in ``summary``)."""
         raise NotImplementedError
 
-    def expected_members(self, cluster: "Cluster") -> int:
+    def expected_members(self, cluster: "ClusterHandle") -> int:
         """How many members a healthy cluster has, as the engine counts them."""
         raise NotImplementedError
 
@@ -238,37 +240,37 @@ class Engine:
         raise NotImplementedError
 
     # -- faults and recovery ----------------------------------------------------------------
-    def expectation(self, family: str, cluster: "Cluster", **kw) -> Expectation:
+    def expectation(self, family: str, cluster: "ClusterHandle", **kw) -> Expectation:
         """The outcome a fault of ``family`` must have by the engine's rules, with its bounds and
         the rule it comes from. Keywords a family does not read are accepted and ignored."""
         raise NotImplementedError
 
-    def recover_nodes(self, cluster: "Cluster", nodes: list["Node"]) -> None:
+    def recover_nodes(self, cluster: "ClusterHandle", nodes: list["Node"]) -> None:
         """The documented action that brings dead nodes back (node restart; a system restart
         or bootstrap when the whole cluster is down)."""
         raise NotImplementedError
 
-    def stop_node(self, cluster: "Cluster", node: "Node", timeout: float) -> str:
+    def stop_node(self, cluster: "ClusterHandle", node: "Node", timeout: float) -> str:
         """The engine's graceful stop of one node, returned when the stop was requested (the
         caller waits for the process to exit). Default: SIGTERM to the container's main process,
         SIGKILL after ``timeout`` (``docker stop``). Returns how it was stopped, for the evidence."""
         cluster.container(node).stop(timeout=int(timeout))
         return "SIGTERM (docker stop)"
 
-    def process_stopped(self, cluster: "Cluster", node: "Node") -> bool:
+    def process_stopped(self, cluster: "ClusterHandle", node: "Node") -> bool:
         """Has the node's server process stopped (crashed, shut itself down, been stopped)?
         Default: its container has exited."""
         from .. import runtime
         return runtime.container_state(cluster.container(node)) in ("exited", "dead")
 
-    def excluded_running(self, cluster: "Cluster", nodes: list["Node"]) -> list["Node"]:
+    def excluded_running(self, cluster: "ClusterHandle", nodes: list["Node"]) -> list["Node"]:
         """Of ``nodes``, those whose process still runs (or is frozen) but whom the cluster has
         excluded: what a freeze or a partition leaves behind before it is healed. Asked before
         the heal; the answer goes to ``rejoin`` after it. Default: none (the engine takes its
         members back by itself, as Galera does)."""
         return []
 
-    def rejoin(self, cluster: "Cluster", nodes: list["Node"]) -> str:
+    def rejoin(self, cluster: "ClusterHandle", nodes: list["Node"]) -> str:
         """What nodes excluded while unreachable (``excluded_running``) need once they can talk
         to the cluster again; returns what was done, for the evidence. Default: nothing."""
         return "nothing: the engine takes them back by itself"
@@ -277,7 +279,7 @@ class Engine:
     #: roles whose container output is the engine's log (Galera: mariadbd and garbd)
     log_roles: tuple[str, ...] = ("data", "arbitrator")
 
-    def collect_events(self, cluster: "Cluster", since: float) -> list[dict]:
+    def collect_events(self, cluster: "ClusterHandle", since: float) -> list[dict]:
         """Parsed engine log events since run time ``since``, each with ``t`` (run clock) and
         ``log`` (the node whose log it came from). Default: the containers' output of the
         ``log_roles`` nodes, read with ``ndbchaos.events`` for this engine."""
@@ -288,7 +290,7 @@ class Engine:
         events.sort(key=lambda e: (e["t"] is None, e["t"] or 0))
         return events
 
-    def node_log_events(self, cluster: "Cluster", node: "Node", since: float,
+    def node_log_events(self, cluster: "ClusterHandle", node: "Node", since: float,
                         reporter: int | None = None) -> list[dict]:
         """The events of one node's container output from about run time ``since`` (Docker's
         ``since`` has whole seconds), stamped with ``t`` (run clock, None without a stamp) and
@@ -336,18 +338,18 @@ class Engine:
         ServerPort (config.ini), mysqld 3306. Galera: 4567 (gcomm) on data nodes and garbd."""
         raise NotImplementedError(f"engine {self.name} does not say which ports to probe")
 
-    def arbitrator_in_effect(self, cluster: "Cluster"):
+    def arbitrator_in_effect(self, cluster: "ClusterHandle"):
         """The node that arbitrates right now (NDB: the management node the data nodes chose,
         from ndbinfo; Galera: garbd). Default: the first arbitrator of the topology by node id."""
         arbs = sorted(cluster.topology.arbitrators, key=lambda n: (n.nodeid or 0, n.name))
         return arbs[0] if arbs else None
 
-    def master_node(self, cluster: "Cluster"):
+    def master_node(self, cluster: "ClusterHandle"):
         """The master / president data node (NDB: ndbinfo.membership / the cluster log), or
         None where the engine has no such role (Galera)."""
         return None
 
-    def succession(self, cluster: "Cluster") -> list:
+    def succession(self, cluster: "ClusterHandle") -> list:
         """Data nodes in the order they take over as master (the master first), or [] where the
         engine has no such role (Galera)."""
         return []
@@ -357,7 +359,7 @@ class Engine:
         ``ndbchaos fault --project`` can attach to a cluster they did not start."""
         return {}
 
-    def partition_outcome(self, cluster: "Cluster", components: list[list[str]]) -> dict:
+    def partition_outcome(self, cluster: "ClusterHandle", components: list[list[str]]) -> dict:
         """Which components of a clean partition keep serving by the engine's rules:
         ``{"serving": [component, ...], "stopped": [...], "rule": "..."}``
         (NDB: arbitration, docs/facts.md NDB 5.1; Galera: the quorum formula)."""

@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import BlastRadiusError, NdbChaosError  # noqa: F401  (BlastRadiusError: re-export)
+from ..errors import BlastRadiusError, FaultUnsupported, NdbChaosError  # noqa: F401  (re-exports)
+from ..handle import ClusterHandle
+from .safety import register as register_for_safety
+from .targets import resolve
 
 log = logging.getLogger("ndbchaos")
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..cluster import Cluster
 
 
 class FaultNotEffective(NdbChaosError):
     """A fault did not take effect (or did not heal) as verified by its probe."""
-
-
-class FaultUnsupported(NdbChaosError):
-    """This host or cluster cannot do this fault (e.g. the kernel has no sch_netem).
-
-    Not a failure of the system under test: the pytest layer turns it into a skip with
-    ``reason`` (``ndbchaos.faults.skip_if_unsupported``)."""
-
-    def __init__(self, message: str, reason: str | None = None):
-        super().__init__(message)
-        self.reason = reason or message
 
 
 @dataclass
@@ -51,11 +40,9 @@ class Fault:
     kind = "fault"
     client_path = False  # acts between the clients and the SQL nodes only (toxiproxy), not on the engine
 
-    def __init__(self, cluster: "Cluster", targets, **params):
+    def __init__(self, cluster: ClusterHandle, targets, **params):
         """``targets``: nodes, node names, or selectors from ``ndbchaos.faults.targets``
         (how random ones were chosen, with their seed, goes into the window params)."""
-        from .targets import resolve
-
         if not targets:
             raise NdbChaosError(f"{self.kind}: no target")
         nodes, selection = resolve(cluster, targets)
@@ -97,8 +84,7 @@ class Fault:
         clock = self.cluster.clock
         self.cluster.journal.opened(self)
         self.active = True
-        from . import safety
-        safety.register(self.cluster)
+        register_for_safety(self.cluster)
         try:
             self._prepare()
             self.window.start = clock.now()

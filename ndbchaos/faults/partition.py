@@ -12,6 +12,7 @@ from ..errors import NdbChaosError, UsageError
 from . import grudge as G
 from . import netns
 from .base import Fault, FaultNotEffective
+from .targets import refuse_foreign
 from .targets import resolve as resolve_targets
 
 MEMBER_ROLE_ORDER = (TP.DATA, TP.ARBITRATOR, TP.MGM, TP.SQL)
@@ -186,7 +187,7 @@ class Partition(netns.HelperMixin, Fault):
 
         def revert_one(node):
             c = self.cluster.container(self._node(node))
-            if self.cluster.backend == "docker" and runtime.container_state(c) != "running":
+            if not self.cluster.netns_outlives_node and runtime.container_state(c) != "running":
                 return  # a stopped container has no namespace left, nor rules (a host keeps both)
             h = self.helpers.get(node)
             if h is None or not h.current():
@@ -223,7 +224,6 @@ class Partition(netns.HelperMixin, Fault):
 
 
 def _unknown(cluster, name):
-    from .targets import refuse_foreign
     refuse_foreign(cluster, name)
     raise UsageError(f"no node named {name!r} in project {cluster.project} "
                      f"(nodes: {', '.join(n.name for n in cluster.topology.nodes)})")

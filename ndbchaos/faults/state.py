@@ -20,18 +20,18 @@ from __future__ import annotations
 
 from .. import runtime
 from .. import topology as TP
+from ..cluster import ComposeCluster
+from ..engines import get_engine
 from ..errors import NdbChaosError, UsageError
 from . import netem, netns
+from . import toxiproxy as TX
 
 DOWN_STATES = ("exited", "dead", "created")
 
 
-def attach(project: str):
-    """A Cluster handle on a running project, its engine read from the ``ndbchaos.engine``
-    label and its options from its topology (we did not start it)."""
-    from ..cluster import Cluster
-    from ..engines import get_engine
-
+def attach(project: str) -> ComposeCluster:
+    """The compose runtime's handle on a running project, its engine read from the
+    ``ndbchaos.engine`` label and its options from its topology (we did not start it)."""
     if not project:
         raise UsageError("no project given (--project ID; `ndbchaos status` lists the projects)")
     runtime.docker_client()
@@ -43,7 +43,7 @@ def attach(project: str):
         raise NdbChaosError(f"project {project}: cannot tell the engine from the {TP.ENGINE} labels "
                             f"({', '.join(engines) or 'none'})")
     engine = get_engine(engines[0])
-    cluster = Cluster(engine, {}, project=project)
+    cluster = ComposeCluster(engine, {}, project=project)
     topo = cluster.discover()
     cluster.options = engine.options_from_topology(topo)
     cluster.started = True
@@ -118,7 +118,6 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
 
 
 def _toxiproxy_state(cluster) -> list[dict]:
-    from . import toxiproxy as TX
     try:
         TX.proxy_container(cluster)
     except UsageError:
@@ -182,7 +181,6 @@ def heal(cluster) -> list[str]:
     for lines in netns.parallel(clean, running):
         done += lines
     # 5. toxics and disabled proxies
-    from . import toxiproxy as TX
     try:
         TX.proxy_container(cluster)
         a = TX.api(cluster, wait=5)

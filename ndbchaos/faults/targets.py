@@ -20,14 +20,13 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import Iterable, Sequence
 
+from .. import runtime
 from .. import topology as TP
-from ..errors import UsageError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..cluster import Cluster
-    from ..topology import Node, Topology
+from ..errors import BlastRadiusError, UsageError
+from ..handle import ClusterHandle, ComposeProject
+from ..topology import Node, Topology
 
 
 def _fresh_seed() -> int:
@@ -40,11 +39,8 @@ def derive_seed(run_seed, label: str) -> int:
     return int.from_bytes(h[:4], "big") & 0x7FFFFFFF or 1
 
 
-def _topology(cluster) -> "Topology":
-    topo = getattr(cluster, "topology", None)
-    if topo is None:
-        topo = cluster.discover()
-    return topo
+def _topology(cluster: ClusterHandle) -> "Topology":
+    return cluster.topology if cluster.topology is not None else cluster.discover()
 
 
 def _by_name(nodes: Iterable["Node"]) -> list["Node"]:
@@ -59,11 +55,10 @@ class Selector:
     seed: int | None = None
     picked: list[str] = field(default_factory=list)
 
-    def resolve(self, cluster: "Cluster") -> list["Node"]:
+    def resolve(self, cluster: ClusterHandle) -> list["Node"]:
         nodes = self._resolve(cluster)
         if not nodes:
-            raise UsageError(f"target {self.describe()} matches no node in project "
-                             f"{getattr(cluster, 'project', '?')}")
+            raise UsageError(f"target {self.describe()} matches no node in project {cluster.project}")
         self.picked = [n.name for n in nodes]
         return nodes
 
@@ -72,11 +67,9 @@ class Selector:
 
     def _rng(self, cluster) -> random.Random:
         if self.seed is None:
-            run_seed = (getattr(cluster, "options", None) or {}).get("seed")
+            run_seed = cluster.options.get("seed")
             if run_seed is not None:
-                counter = cluster.__dict__.setdefault("_ndbchaos_target_draws", [0])
-                counter[0] += 1
-                self.seed = derive_seed(run_seed, f"{self.describe()}#{counter[0]}")
+                self.seed = derive_seed(run_seed, f"{self.describe()}#{cluster.next_target_draw()}")
             else:
                 self.seed = _fresh_seed()
         return random.Random(self.seed)
@@ -197,12 +190,12 @@ class Master(Selector):
         return [node]
 
 
-def refuse_foreign(cluster, name: str) -> None:
+def refuse_foreign(cluster: ClusterHandle, name: str) -> None:
     """A name that is not a node of the run but is some other container's name: say so as a
-    blast-radius refusal (clearer than "no such node" when someone aims at a neighbour)."""
-    from .. import runtime
-    from ..errors import BlastRadiusError
-
+    blast-radius refusal (clearer than "no such node" when someone aims at a neighbour). Only a
+    Compose project's neighbours are containers; an inventory names every node it may touch."""
+    if not isinstance(cluster, ComposeProject):
+        return
     try:
         c = runtime.docker_client().containers.get(name)
     except Exception:
@@ -271,11 +264,9 @@ def role(*roles: str) -> Role:
 
 # -- resolution ------------------------------------------------------------------------------
 
-def resolve(cluster, targets) -> tuple[list["Node"], dict]:
+def resolve(cluster: ClusterHandle, targets) -> tuple[list[Node], dict]:
     """Turn a selector, a node, a node name, or a list of those into nodes, plus the params
     that say how they were chosen (for the fault window)."""
-    from ..topology import Node
-
     if isinstance(targets, (Selector, Node, str)):
         targets = [targets]
     nodes: list[Node] = []

@@ -1,11 +1,13 @@
-"""The cluster handle of an existing cluster on inventory hosts.
+"""The inventory runtime: the cluster handle of an existing cluster on inventory hosts.
 
-Same roles, topology and status as a container cluster (the engine decides readiness, status,
+One of the two ``ndbchaos.handle.ClusterHandle`` runtimes (the other: ``ComposeCluster``). Same
+roles, topology and status as a container cluster (the engine decides readiness, status,
 expectations exactly as for containers); only the runtime differs: ``container(node)`` is a
 ``HostNode`` that signals the node's processes over ssh, network helpers are the hosts' own
 namespaces (``guard.HostNetHelper``). The framework never starts, stops or reconfigures the
 cluster as a whole: ``up`` verifies and attaches, ``down`` heals and detaches; nodes are only
-restarted through their configured start commands, after a fault stopped them.
+restarted through their configured start commands, after a fault stopped them. It has no
+Compose project (``ndbchaos.handle.ComposeProject``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,12 @@ import socket
 import time
 
 from .. import topology as TP
-from ..cluster import Cluster
 from ..engines.base import ClusterStatus, Engine, InventoryCheck
 from ..errors import BlastRadiusError, NdbChaosError
 from ..faults import netns
+from ..handle import ClusterHandle
 from ..topology import Node, Topology
-from . import guard
+from .guard import HostNetHelper, disarm_script, guard_seconds
 from .remote import HostNode, Remote
 from .spec import Inventory, InventoryError
 
@@ -31,8 +33,9 @@ log = logging.getLogger("ndbchaos")
 SUPPORTED_ENGINES = ("ndb",)
 
 
-class InventoryCluster(Cluster):
+class InventoryCluster(ClusterHandle):
     backend = "inventory"
+    netns_outlives_node = True  # a host keeps its namespace and a partition's rules when a node stops
 
     def __init__(self, engine: Engine, inventory: Inventory, options: dict | None = None, clock=None):
         if engine.name != inventory.engine:
@@ -41,10 +44,10 @@ class InventoryCluster(Cluster):
         if engine.name not in SUPPORTED_ENGINES:
             raise InventoryError(f"inventory {inventory.path}: the inventory backend runs engine "
                                  f"{', '.join(SUPPORTED_ENGINES)} (not {engine.name} yet)")
-        super().__init__(engine, options, project=inventory.project, clock=clock)
+        super().__init__(engine, options, inventory.project, clock)
         self.options["inventory"] = str(inventory.path)
         self.inventory = inventory
-        self.guard_s = guard.guard_seconds()
+        self.guard_s = guard_seconds()
         self.remotes = {hn: Remote(hs, inventory.ssh) for hn, hs in inventory.hosts.items()}
         self.handles: dict[str, HostNode] = {}
         for n in inventory.nodes:
@@ -60,14 +63,6 @@ class InventoryCluster(Cluster):
             for k in ("user", "password", "database"):
                 if inventory.sql.get(k):
                     setattr(engine, f"sql_{k}", inventory.sql[k])
-
-    # -- nothing of compose ------------------------------------------------------------------
-    @property
-    def files(self):
-        return []
-
-    def compose(self, *args, **kw):
-        raise NdbChaosError("an inventory cluster has no compose project: the framework does not start it")
 
     # -- attach ---------------------------------------------------------------------------------
     def up(self, timeout: float = 240) -> ClusterStatus:
@@ -161,7 +156,7 @@ class InventoryCluster(Cluster):
     # -- the network helpers of partitions --------------------------------------------------------
     def net_helper(self, node, purpose: str = "fault"):
         h = self.container(node)
-        return guard.HostNetHelper(h.remote, h.name, self.guard_s)
+        return HostNetHelper(h.remote, h.name, self.guard_s)
 
     def net_helpers(self, nodes, purpose: str = "fault") -> dict:
         return {n.name: self.net_helper(n, purpose) for n in nodes}
@@ -190,6 +185,9 @@ class InventoryCluster(Cluster):
             self.started = False
         return []
 
+    def describe(self) -> dict[str, str | int]:
+        return {"backend": self.backend, "inventory": str(self.inventory.path), "hosts": len(self.remotes)}
+
 
 def reap_inventory(inventory: Inventory) -> list[str]:
     """What killed runs left on the inventory's hosts: our iptables chains and their jumps,
@@ -199,7 +197,7 @@ def reap_inventory(inventory: Inventory) -> list[str]:
     out: list[str] = []
     remotes = {hn: Remote(hs, inventory.ssh) for hn, hs in inventory.hosts.items()}
     script = "; ".join([
-        guard.disarm_script(None).removesuffix("; exit 0"),
+        disarm_script(None).removesuffix("; exit 0"),
         netns.remove_chains_script(None).replace("exit $rc", "true"),
         f"for f in /tmp/{inventory.project}-*.start.sh; do [ -e \"$f\" ] && rm -f \"$f\" && echo \"removed $f\"; done",
         "exit 0",

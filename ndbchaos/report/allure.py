@@ -12,6 +12,10 @@ import json
 import os
 import platform
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..handle import ClusterHandle
 
 try:
     import allure
@@ -198,19 +202,16 @@ def attach_incomplete(run, history, events) -> None:
         attach_history(history, "run (incomplete run)")
 
 
-def write_results_metadata(alluredir: Path, engine_choice: str = "", cluster=None, ci: bool = False) -> None:
+def write_results_metadata(alluredir: Path, engine_choice: str = "", cluster: ClusterHandle | None = None,
+                           ci: bool = False) -> None:
     """environment.properties, categories.json and executor.json of a results folder. Failure
     categories are the checkers' names: a scenario fails with its verdict's lines, one per
     checker, so the category says which judgement failed."""
     alluredir.mkdir(parents=True, exist_ok=True)
     env = {"engine_choice": engine_choice}
     if cluster is not None:
-        env.update({"engine": cluster.engine.name, "project": cluster.project, "backend": cluster.backend})
-        if cluster.backend == "docker":
-            env["images"] = ",".join(cluster.engine.images(cluster.options))
-        else:  # an inventory's cluster: which file, how many hosts
-            env["inventory"] = cluster.options.get("inventory", "")
-            env["hosts"] = len(getattr(cluster, "remotes", {}))
+        env.update({"engine": cluster.engine.name, "project": cluster.project})
+        env.update(cluster.describe())  # its runtime: the backend, and its images or its inventory and hosts
     env.update({"python": platform.python_version(), "kernel": platform.release(), "ci": str(ci).lower()})
     (alluredir / "environment.properties").write_text(
         "".join(f"{k}={str(v).replace(chr(10), ' ')}\n" for k, v in env.items()))

@@ -12,6 +12,7 @@ from ndbchaos.checks import check_run, steps
 from ndbchaos.driver import Scenario
 from ndbchaos.engines.base import ClusterStatus, Expectation
 from ndbchaos.errors import UsageError
+from ndbchaos.handle import ComposeProject
 from ndbchaos.history import ErrorInfo, History
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import ARBITRATOR, DATA, PROXY, SQL, Node, Topology
@@ -41,8 +42,13 @@ def _topology(engine):
 
 
 def _on(engine, backend="docker"):
-    """A cluster as the soak's menu sees it: its engine, backend and layout."""
-    return SimpleNamespace(engine=SimpleNamespace(name=engine), backend=backend, topology=_topology(engine))
+    """A cluster as the soak's menu sees it: its engine, backend and layout; the container backend
+    has the Compose project's ability (``ndbchaos.handle.ComposeProject``), an inventory has not."""
+    cluster = SimpleNamespace(engine=SimpleNamespace(name=engine), backend=backend, topology=_topology(engine))
+    if backend == "docker":
+        cluster.compose = lambda *args, check=True, timeout=600: None
+    assert isinstance(cluster, ComposeProject) == (backend == "docker")
+    return cluster
 
 
 def test_the_same_seed_gives_the_same_schedule_and_another_seed_another():
@@ -138,7 +144,8 @@ def _run(duration_clock):
     engine.name = "ndb"
     engine.expectation.return_value = Expectation("datanode_loss", True, True, "rule", 5.0, 30.0, "node_restart", {})
     engine.crash_loss_window_s.return_value = 4.0
-    cluster = SimpleNamespace(topology=topo, engine=engine, options={}, journal=mock.Mock(), backend="docker")
+    cluster = SimpleNamespace(topology=topo, engine=engine, options={}, journal=mock.Mock(), backend="docker",
+                              compose=lambda *args, check=True, timeout=600: None)  # a Compose project's ability
     run = mock.create_autospec(ScenarioRun, instance=True)
     run.cluster, run.clock, run.seed, run.via_proxy = cluster, duration_clock, 11, False
     run.workload = SimpleNamespace(name="ledger")

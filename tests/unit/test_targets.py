@@ -24,6 +24,11 @@ class FakeCluster:
         self.topology = Topology("p1", "ndb", nodes)
         self.engine = engine or FakeEngine()
         self.options = options or {}
+        self.draws = 0
+
+    def next_target_draw(self) -> int:  # as ClusterHandle counts the run's seeded choices
+        self.draws += 1
+        return self.draws
 
 
 def ndb_cluster(**kw):

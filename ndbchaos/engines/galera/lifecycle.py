@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ... import runtime
 from ... import topology as TP
@@ -13,6 +14,8 @@ from ...errors import ClusterNotReady, NdbChaosError, UsageError
 from ...resources import BUILD, COMPOSE_DIR
 from ...waiting import wait_until
 
+if TYPE_CHECKING:  # pragma: no cover
+    from ...cluster import ComposeCluster
 
 
 def _put_file(container, path: str, data: bytes) -> None:
@@ -91,7 +94,7 @@ class LifecycleMixin:
         return self.data_count(cluster.options) + 1  # garbd votes and counts in wsrep_cluster_size
 
     # -- start ------------------------------------------------------------------------------
-    def start(self, cluster) -> None:
+    def start(self, cluster: ComposeCluster) -> None:
         cluster.compose("up", "-d", "--pull", "never", "data1")
         cluster.discover()
         self._wait_local_sql(cluster, "data1", 90)

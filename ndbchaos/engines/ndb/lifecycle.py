@@ -8,6 +8,7 @@ answers), then the client user and database. No image healthcheck is used (ndb.m
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from ... import runtime
 from ... import topology as TP
@@ -16,6 +17,9 @@ from ...waiting import Deadline, wait_until
 from .mgm import all_started
 from .mgm import answered as mgm_answered
 from .rules import MGMD_START_BOUND
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...cluster import ComposeCluster
 
 log = logging.getLogger("ndbchaos")
 
@@ -41,7 +45,7 @@ class LifecycleMixin:
     """start, prepare, the exec helpers (``mgm``, ``root_sql``), recovery, graceful stop, rejoin."""
 
     # -- start ------------------------------------------------------------------------------
-    def start(self, cluster) -> None:
+    def start(self, cluster: ComposeCluster) -> None:
         """Management nodes first, then data nodes (wait until all are started), then SQL nodes
         (wait until each answers SQL), then the client user and database."""
         budget = float(cluster.options.get("ndb_start_timeout") or 600)
