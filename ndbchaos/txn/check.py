@@ -19,7 +19,10 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from . import list_append, models, rw_register
+from .list_append import analyze as analyze_list_append
+from .models import UNKNOWN_ANOMALIES, boundary, check_models, implied_anomalies
+from .models import prohibited as prohibited_by
+from .rw_register import analyze as analyze_rw_register
 from .anomaly import Analysis, Anomaly, Step
 from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTimeout, classify, components
 from .history import NO_TIME, TxnHistory, without_gc
@@ -41,7 +44,7 @@ class CheckOptions:
     def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r} (known: {', '.join(MODELS)})")
-        models.check_models(self.consistency_models)
+        check_models(self.consistency_models)
         if self.model != "rw-register" and (self.wfr_keys or self.sequential_keys or self.linearizable_keys):
             raise ValueError("--wfr-keys, --sequential-keys and --linearizable-keys are for rw-register histories")
         if not self.cycle_search_timeout_ms > 0:
@@ -90,8 +93,8 @@ class TxnVerdict:
 
 def analyze(h: TxnHistory, opts: CheckOptions) -> Analysis:
     if opts.model == "list-append":
-        return list_append.analyze(h)
-    return rw_register.analyze(h, opts.wfr_keys, opts.sequential_keys, opts.linearizable_keys)
+        return analyze_list_append(h)
+    return analyze_rw_register(h, opts.wfr_keys, opts.sequential_keys, opts.linearizable_keys)
 
 
 def extra_order(reportable: set[str]) -> int:
@@ -111,8 +114,8 @@ def check(h: TxnHistory, opts: CheckOptions | None = None) -> TxnVerdict:
 
 def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
     t0 = time.monotonic()
-    prohibited = models.prohibited(opts.consistency_models, opts.anomalies)
-    reportable = set(prohibited) | set(models.UNKNOWN_ANOMALIES)
+    prohibited = prohibited_by(opts.consistency_models, opts.anomalies)
+    reportable = set(prohibited) | set(UNKNOWN_ANOMALIES)
     analysis = analyze(h, opts)
     found: dict[str, list[Anomaly]] = {k: list(v) for k, v in analysis.anomalies.items()}
     graph_info: dict = {}
@@ -141,7 +144,7 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
     shown = {k: v for k, v in cases.items() if k in reportable}
     bad = [k for k in shown if k in prohibited]
     valid: bool | str = False if bad else ("unknown" if shown else True)
-    not_, also_not = models.boundary(k for k in found if k not in models.UNKNOWN_ANOMALIES)
+    not_, also_not = boundary(k for k in found if k not in UNKNOWN_ANOMALIES)
     # anomaly types sorted by name, as Elle sorts them; their cases most severe first
     return TxnVerdict(valid, opts, sorted(shown), {k: shown[k] for k in sorted(shown, key=_severity)},
                       counts, cases, not_, also_not, h.counts(), graph_info, time.monotonic() - t0, h)
@@ -152,10 +155,10 @@ def holds(found, consistency_models, anomalies=()) -> bool | str:
     when one of them is forbidden, "unknown" when only the search's or the input's limits were
     met, else True. (A check made for stronger models finds every anomaly a weaker promise is
     judged by, so one search serves both.)"""
-    forbidden = models.prohibited(consistency_models, anomalies)
+    forbidden = prohibited_by(consistency_models, anomalies)
     if any(k in forbidden for k in found):
         return False
-    if any(k in models.UNKNOWN_ANOMALIES for k in found):
+    if any(k in UNKNOWN_ANOMALIES for k in found):
         return "unknown"
     return True
 
@@ -199,7 +202,7 @@ def _cycles(comp: Component, order: int, opts: CheckOptions) -> list[tuple[str, 
 
 @lru_cache(maxsize=None)
 def _implied(kind: str) -> frozenset:
-    return frozenset(models.implied_anomalies([kind]))
+    return frozenset(implied_anomalies([kind]))
 
 
 def _cycle_anomaly(cyc: list[tuple[int, int]] | str, analysis: Analysis, h: TxnHistory) -> Anomaly:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ... import runtime
 from ...events import time_to_epoch
-from . import logs as ndb_events
+from .logs import NdbLogParser
 
 DATADIR = "/var/lib/mysql"
 
@@ -36,7 +36,7 @@ class ClusterLogFollower:
         self.offset = 0
         self._inode: int | None = None
         self._partial = ""
-        self._parser = ndb_events.NdbLogParser(keep_other=keep_other)
+        self._parser = NdbLogParser(keep_other=keep_other)
         self.errors: list[str] = []
 
     def seek_end(self, timeout: float = 10) -> None:

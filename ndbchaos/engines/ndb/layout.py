@@ -12,13 +12,21 @@ import hashlib
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ... import runtime
 from ... import topology as TP
-from ...errors import UsageError
+from ...errors import InventoryError, UsageError
 from ...resources import COMPOSE_DIR
-from . import image as ndb_image
 from .config import NdbConfig, read_config, replace_prefix
+from .image import choose as choose_image
+from .image import ensure as ensure_image
+from .liveconfig import check as check_live_config
+from .liveconfig import parse as parse_live_config
+from .liveconfig import queries as live_config_queries
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...inventory.cluster import InventoryCluster
 
 DEFAULT_ROOT_PASSWORD = "ndbchaos-root"
 
@@ -47,7 +55,7 @@ class LayoutMixin:
     def image(self, options: dict) -> str:
         """The image of this run: ``ndbchaos.engines.ndb.image.choose`` (explicit, else an official
         image present locally, else one built from NDBCHAOS_NDB_DIST)."""
-        return ndb_image.choose(options).image
+        return choose_image(options).image
 
     def images(self, options: dict) -> list[str]:
         return [self.image(options)]
@@ -55,7 +63,7 @@ class LayoutMixin:
     def ensure_images(self, options: dict) -> None:
         """Build the image of NDBCHAOS_NDB_DIST when it is the one chosen and missing; refuse, in
         one line, any other missing image. Never pulls."""
-        ndb_image.ensure(ndb_image.choose(options))
+        ensure_image(choose_image(options))
 
     def layout(self, options: dict) -> str:
         lay = (options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default").strip().lower()
@@ -96,12 +104,10 @@ class LayoutMixin:
             return self._adopted
         return read_config(self.config_files(options)[0])
 
-    def check_inventory(self, cluster) -> list[str]:
+    def check_inventory(self, cluster: InventoryCluster) -> list[str]:
         """Read the running cluster's configuration on a management host (``liveconfig``), check
         the inventory against it (one-line InventoryError), fill in what the inventory left out,
         and use that configuration from now on. Returns notes for the run's journal."""
-        from ...inventory.spec import InventoryError
-        from . import liveconfig
         inv = cluster.inventory
         last = "no management node of the inventory runs"
         for spec in [n for n in inv.nodes if n.role == TP.MGM]:
@@ -110,7 +116,7 @@ class LayoutMixin:
                 continue
             cs = inv.connectstring or f"127.0.0.1:{self.MGM_PORT_DEFAULT}"
             outs = []
-            for q in liveconfig.queries(cs):
+            for q in live_config_queries(cs):
                 code, out = runtime.exec_in(h, q, timeout=30)
                 if code != 0:
                     last = f"ndb_config on {spec.name} failed (exit {code}): {out.strip()[-200:]}"
@@ -119,11 +125,11 @@ class LayoutMixin:
             if len(outs) < 2:
                 continue
             try:
-                cfg = liveconfig.parse(*outs)
+                cfg = parse_live_config(*outs)
             except ValueError as e:
                 last = f"ndb_config on {spec.name}: {e}"
                 continue
-            problems, notes = liveconfig.check(inv, cfg)
+            problems, notes = check_live_config(inv, cfg)
             if problems:
                 raise InventoryError(f"inventory {inv.path}: {problems[0]}")
             for s in inv.nodes:  # what the cluster told us, on the handles' labels too

@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from ... import runtime
 from ... import topology as TP
+from ...events import merge_streams
 from ..base import ClusterStatus, NodeStatus
-from . import ndbinfo
+from .clusterlog import ClusterLogFollower
 from .lifecycle import PROBE_MGM_CLIENT
+from .ndbinfo import arbitrator_summary, arbitrator_validity_summary, nodes_ready, president, succession
+from .ndbinfo import membership as read_membership
+from .ndbinfo import nodes as read_nodes
 from .mgm import MgmReport, parse_mgm, parse_show
 from .rules import arbitrator_candidates
 
@@ -28,10 +32,10 @@ class StatusMixin:
         """What one SQL node sees: ``{"nodes": [...]}`` (+ ``arbitrator``, ``membership`` when
         ``full``), or ``{"error": "errno: message"}``."""
         def query(cur):
-            out = {"nodes": ndbinfo.nodes(cur)}
+            out = {"nodes": read_nodes(cur)}
             if full:
-                out["arbitrator"] = ndbinfo.arbitrator_validity_summary(cur)
-                out["membership"] = ndbinfo.membership(cur)
+                out["arbitrator"] = arbitrator_validity_summary(cur)
+                out["membership"] = read_membership(cur)
             return out
 
         return self.monitor_query(node, query)
@@ -67,7 +71,7 @@ class StatusMixin:
                 full_done = True
             sql_views[n.name] = v
         answering = {k: v for k, v in sql_views.items() if "error" not in v}
-        arb = ndbinfo.arbitrator_summary(next((v["arbitrator"] for v in answering.values() if "arbitrator" in v), []))
+        arb = arbitrator_summary(next((v["arbitrator"] for v in answering.values() if "arbitrator" in v), []))
         membership = next((v["membership"] for v in answering.values() if "membership" in v), [])
         ndbinfo_rows = next((v["nodes"] for v in answering.values()), None)
 
@@ -127,7 +131,7 @@ class StatusMixin:
                 ok = False
                 details["error"] = v["error"]
             else:
-                ready, why = ndbinfo.nodes_ready(v["nodes"], expected_ids)
+                ready, why = nodes_ready(v["nodes"], expected_ids)
                 details["ndbinfo_nodes"] = v["nodes"]
                 state = "ready" if ready else "no cluster" if not v["nodes"] else "partial cluster"
                 ok = ready
@@ -152,7 +156,7 @@ class StatusMixin:
             "nodegroups": (rep.nodegroups() if rep is not None and rep.nodegroups()
                            else {g: [m.nodeid for m in ms] for g, ms in topo.nodegroups().items()}),
             "master": rep.master if rep is not None else None,
-            "president": ndbinfo.president(membership) if membership else None,
+            "president": president(membership) if membership else None,
             "arbitrator": arb["arbitrator"],
             "arbitrator_node": by_id.get(arb["arbitrator"]),
             "arbitrator_agreed": arb["agreed"],
@@ -234,7 +238,7 @@ class StatusMixin:
             v = self.sql_probe(n, full=True)
             if "error" in v or not v.get("membership"):
                 continue
-            nid = ndbinfo.president(v["membership"])
+            nid = president(v["membership"])
             if nid in data:
                 return data[nid]
         return None
@@ -250,7 +254,7 @@ class StatusMixin:
             v = self.sql_probe(n, full=True)
             if "error" in v or not v.get("membership"):
                 continue
-            order = [data[i] for i in ndbinfo.succession(v["membership"]) if i in data]
+            order = [data[i] for i in succession(v["membership"]) if i in data]
             if order:
                 return order
         return []
@@ -276,7 +280,7 @@ class StatusMixin:
             except Exception:
                 continue
             if "error" not in v and v.get("arbitrator"):
-                arb = ndbinfo.arbitrator_summary(v["arbitrator"])
+                arb = arbitrator_summary(v["arbitrator"])
                 if arb["agreed"] and arb["arbitrator"] in by_id:
                     return arb["arbitrator"], f"ndbinfo.arbitrator_validity_summary via {n.name}"
         states = {}
@@ -330,7 +334,6 @@ class StatusMixin:
         optional: a node that shuts itself down may never get its last reports to ndb_mgmd (9.7.2,
         whole node group killed: "Arbitration check lost - missing node group" appeared only in
         the survivors' own logs). Duplicates across logs are merged (``events.merge_streams``)."""
-        from ...events import merge_streams
         # the data nodes' own logs first: their stamps are when it happened
         streams = [self.node_log_events(cluster, n, since, reporter=n.nodeid)
                    for n in sorted(cluster.topology.data_nodes, key=lambda n: n.nodeid or 0)]
@@ -347,6 +350,5 @@ class StatusMixin:
 
     def cluster_log_follower(self, cluster, node: TP.Node | None = None, keep_other: bool = False):
         """A follower of a management node's cluster log (see ndbchaos.engines.ndb.clusterlog)."""
-        from .clusterlog import ClusterLogFollower
         return ClusterLogFollower(cluster, node, keep_other=keep_other)
 
