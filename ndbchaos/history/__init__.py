@@ -22,7 +22,10 @@ The package:
 * ``columns``: ``Columns``, the typed column storage shared by recorders and histories;
 * ``recorder``: ``Recorder``, the per-thread recorder on the hot path;
 * ``core``: ``History``: the merge of a run's recorders, its order, header and file format;
-* ``jsonl``: reading the interchange format line by line, checking each op and value shape;
+* ``jsonl``: reading the interchange format in chunks of whole lines, checking each op and value
+  shape line by line;
+* ``scan``: decoding a chunk's lines column by column (numpy) when they have the shape ``dump``
+  writes, the others one by one; a chunk with anything wrong goes line by line;
 * ``columnar``: the columnar file (raw column chunks) and ``HistoryAppender``, which streams a
   worker's operations to such a file chunk by chunk.
 """

@@ -5,16 +5,18 @@
     {"process":P,"f":"F","value":V,"type":"T","start":S,"end":E,"node":N,"error":R}
 
 ``template`` finds the lines of a chunk that have exactly that shape, with ``V`` an integer of at
-most 18 digits or ``null``, ``S``/``E`` decimals without exponent, ``F``/``N`` strings of at most
-32 bytes without escapes, ``R`` ``null`` or an object, and decodes their fields with a few numpy
-passes over the chunk instead of one Python object per field: positions of the newlines and
-commas, then per field a gather of its bytes, checks of the JSON grammar and one numpy parse.
-Such a line is valid JSON by construction (each of its parts is checked; every byte belongs to
-one part), its numbers read exactly as ``float(text)``/``int(text)`` would (numpy parses them
-with the same correctly rounded conversion); the errors (``R``) are decoded with orjson, once
-per distinct text. Any other line (a read's id list, a bank transfer, spaces, escapes, an
-exponent, a bad line) is left to the per-line readers in ``core``; a long line whose value is
-a list of plain integers is parsed by ``long_op`` with numpy (no Python int per id).
+most 16 digits or ``null``, ``S``/``E`` decimals of at most 15 digits without exponent (or
+integers), ``F``/``N`` strings of at most 32 bytes without escapes, ``R`` ``null`` or an object,
+and decodes them with numpy passes over the chunk instead of Python objects: one pass for the
+newlines and commas, then per field a gather of its bytes as 64-bit words, the JSON grammar
+checked and the digits parsed 8 at a time (SWAR). Such a line is valid JSON by construction
+(each of its parts is checked; every byte belongs to one part) and its numbers read exactly as
+``json`` reads them (a decimal is an integer below 2**53 divided by a power of ten: the
+correctly rounded value); its error (``R``) is decoded with orjson, once per distinct text. Any
+other line (a read's id list, a bank transfer, spaces, escapes, an exponent) is read on its own
+with orjson (``ChunkLoader``); a long line whose value is a list of plain integers by ``long_op``
+and ``int_list``, with numpy (no Python int per id). A chunk with anything wrong in it goes to
+the line-by-line reader (``core._load_lines``), which names the line.
 """
 
 from __future__ import annotations
@@ -33,15 +35,13 @@ except ImportError:  # pragma: no cover
 from .jsonl import PAD, _parse_error
 from .model import CLASS_CODE, NO_INT, ErrorInfo
 
-#: longest string (f, node) and number the template takes, in bytes
+#: longest string (f, node) the template takes, in bytes; most digits of an id list's integer
 MAX_STR = 32
 MAX_NUM = 18
 #: a line longer than this is never a template line
 MAX_TEMPLATE_LINE = 1 << 12
 #: a line longer than this whose value is a list of plain integers is read by ``long_op``
 LONG_LINE = 1 << 16
-
-
 
 _U8 = np.uint64
 
