@@ -519,12 +519,16 @@ class ChunkLoader:
     def feed(self, buf, first_lineno: int) -> int:
         """Append the op lines of buf[PAD:] (whole lines, first_lineno the first's number; a
         bytes-like object, valid during the call); the number of lines."""
+        before = len(self.cols)
         try:
             n = self._fast(buf)
             if n is not None:
                 return n
         except Fallback:
             pass
+        except Exception:  # a case the fast path did not foresee: the line-by-line reader decides
+            if len(self.cols) != before:  # (never: the chunk is appended last, in one go)
+                raise
         return self.fallback(bytes(buf[PAD:]), first_lineno)
 
     # -- the fast path ---------------------------------------------------------------------------

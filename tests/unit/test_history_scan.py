@@ -288,3 +288,15 @@ def test_int_lists_parse_exactly(seed, monkeypatch):
             assert n == len(want) and got == want, body  # plain: always taken
         elif n is not None:  # taken: then it must be exactly what json reads
             assert got == want, body
+
+
+def test_an_unforeseen_failure_of_the_fast_path_reads_line_by_line(monkeypatch):
+    h = synthetic(random.Random(3), 200, workload="other")
+    buf = io.StringIO()
+    h.dump(buf)
+    text = buf.getvalue().encode()
+
+    def broken(*args, **kw):
+        raise IndexError("a bug")
+    monkeypatch.setattr(scan, "template", broken)
+    assert rows(History.load(io.BytesIO(text), "h")) == rows(by_lines(text, "h"))
