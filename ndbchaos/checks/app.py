@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import UNKNOWN, Verdict
+from ..errors import NdbChaosError
 from ..history import History, HistoryFormatError
+from ..workload import workload_class
 from .frame import FAIL, INFO, OK, Frame, build_frame
+from .ledger import check as check_durability
+from .verdict import UNKNOWN, Verdict
 
 DECLARED = "declared"  # ndbchaos.workload.app.DECLARED (not imported: the checkers need no workload code)
 FINAL_STATE, FINAL_KEYS = "final_state", "final_keys"
@@ -54,7 +57,6 @@ def _positions(fr: Frame, names) -> list[int]:
 def durability(fr: Frame, opts: dict) -> Verdict:
     """The keys of the writes as a ledger: each keyed write an insert of its key, the
     ``final_keys`` reads its reads; then the ledger's own check."""
-    from . import ledger
     d = declared(fr.history)
     keys = {op["name"]: op["key"] for op in d["operations"] if op.get("key")}
     cols = fr.history.cols
@@ -74,7 +76,7 @@ def durability(fr: Frame, opts: dict) -> Verdict:
             raise HistoryFormatError(f"{f} (op {k}) declares key {keys[f]!r}, but its value holds no integer "
                                      f"{keys[f]!r}")
         h.add(int(fr.process[k]), "insert", key, _TYPES[int(fr.type[k])], float(fr.start[k]), float(fr.end[k]), node)
-    v = ledger.check(build_frame(h), opts)
+    v = check_durability(build_frame(h), opts)
     v.details["operations"] = sorted(keys)
     return v
 
@@ -121,8 +123,6 @@ def invariant(fr: Frame, opts: dict) -> Verdict:
 
 def _workload(history: History, d: dict):
     """The workload's instance with the run's parameters, or (None, why not)."""
-    from ..errors import NdbChaosError
-    from ..workload import workload_class
     ref = d.get("ref")
     try:
         cls = workload_class(ref if isinstance(ref, str) and ":" in ref else history.workload)

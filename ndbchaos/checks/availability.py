@@ -17,9 +17,9 @@ import math
 
 import numpy as np
 
-from . import UNKNOWN, Verdict
-from ..history import FINAL_PROCESS
+from ..history import CLASSES, FINAL_PROCESS, TYPES
 from .frame import FAIL, INFO, OK, Frame
+from .verdict import UNKNOWN, Verdict
 
 MAX_OUTAGES_LISTED = 100
 
@@ -226,7 +226,6 @@ def check(fr: Frame, opts: dict) -> Verdict:
 
 def _op_brief(fr: Frame, i: int) -> dict:
     e, c = int(fr.errno[i]), int(fr.ecode[i])
-    from ..history import CLASSES, TYPES
     n = int(fr.node[i])
     return {"type": TYPES[int(fr.type[i])], "f": fr.f_names[int(fr.f[i])], "end": _r(fr.end[i]),
             "node": fr.node_names[n] if n >= 0 else None, "process": int(fr.process[i]),

@@ -15,9 +15,9 @@ import math
 
 import numpy as np
 
-from . import UNKNOWN, Verdict
 from ..history import HistoryFormatError
 from .frame import FAIL, INFO, OK, Frame
+from .verdict import UNKNOWN, Verdict
 
 
 def _num(x) -> bool:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import UNKNOWN, Verdict
 from .frame import OK, PHASES, Frame
 from ..history import CLASSES
+from .verdict import UNKNOWN, Verdict
 
 _CLASS_KEYS = ("unclassified", "temporary", "unknown", "permanent")
 

@@ -63,9 +63,9 @@ import math
 
 import numpy as np
 
-from . import UNKNOWN, Verdict, compose
 from ..history import FINAL_PROCESS
 from .frame import OK, Frame
+from .verdict import UNKNOWN, Verdict, compose
 
 
 def _obj(name: str, ok, measured=None, bound=None, note: str = "") -> dict:

@@ -23,8 +23,8 @@ import math
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
-from . import UNKNOWN, Verdict
 from .frame import OK, PHASES, Frame
+from .verdict import UNKNOWN, Verdict
 
 LOWEST_US = 1
 HIGHEST_US = 3600 * 1_000_000  # 1 h

@@ -26,10 +26,10 @@ import math
 
 import numpy as np
 
-from . import UNKNOWN, Verdict
 from ..history import NO_INT, HistoryFormatError, _Ints
 from ..history.columns import _IntsRef
 from .frame import FAIL, INFO, OK, Frame, int_values
+from .verdict import UNKNOWN, Verdict
 
 
 #: history times are written rounded to 1 us (docs/history-format.md)

@@ -12,7 +12,8 @@ need the final reads and judge the whole history instead (``check_run``).
 from __future__ import annotations
 
 from ..history import History
-from . import Verdict, compose
+from .judge import check_history
+from .verdict import Verdict, compose
 
 
 def _step_run(run: dict, step: dict) -> dict:
@@ -29,7 +30,6 @@ def _step_run(run: dict, step: dict) -> dict:
 def check(history: History, run: dict, options: dict | None = None) -> Verdict:
     """``faults``: every step of ``run`` judged on its span (``check_history`` on the slice,
     without the workload's checkers); valid when every step is."""
-    from . import check_history
     per = []
     for step in run.get("steps") or []:
         sub = history.between(step["begin"], step["end"])

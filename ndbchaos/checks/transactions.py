@@ -20,12 +20,12 @@ Valid: False when an anomaly the models forbid was found or an acknowledged appe
 
 from __future__ import annotations
 
-from . import UNKNOWN, Verdict, compose
 from ..history import FINAL_PROCESS
 from ..txn import CheckOptions, TxnFormatError, TxnHistory, check as check_txns
 from ..txn.check import holds
 from ..txn.history import INFO, OK
 from ..txn.picture import cycle_svg
+from .verdict import UNKNOWN, Verdict, compose
 
 LIFT = ("anomaly_types", "lost", "not")
 MODEL_OF = {"list_append": "list-append", "rw_register": "rw-register"}

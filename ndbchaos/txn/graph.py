@@ -31,8 +31,6 @@ from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 WW, WR, RW, PROCESS, REALTIME = 1, 2, 4, 8, 16
 DATA = WW | WR | RW
@@ -184,6 +182,10 @@ class DepGraph:
 def _nontrivial(n: int, src, dst):
     """(labels of every node, labels of the components of 2 nodes or more, node ids grouped by
     label, where each such component's nodes start and end in that grouping)."""
+    # scipy when a dependency graph is searched: a third of a second to import, which only a
+    # transactional history's check needs (the other checkers import this module's package too)
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
     m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
     labels = connected_components(m, directed=True, connection="strong")[1]
     big = np.flatnonzero(np.bincount(labels) > 1)
