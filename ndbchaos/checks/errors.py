@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .frame import OK, PHASES, Frame
 from ..history import CLASSES
+from .frame import OK, PHASES, Frame
 from .verdict import UNKNOWN, Verdict
 
 _CLASS_KEYS = ("unclassified", "temporary", "unknown", "permanent")

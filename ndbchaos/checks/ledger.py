@@ -31,7 +31,6 @@ from ..history.columns import _IntsRef
 from .frame import FAIL, INFO, OK, Frame, int_values
 from .verdict import UNKNOWN, Verdict
 
-
 #: history times are written rounded to 1 us (docs/history-format.md)
 _TIME_RESOLUTION = 1e-6
 

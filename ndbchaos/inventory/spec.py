@@ -26,7 +26,6 @@ from pathlib import Path
 from .. import topology as TP
 from ..errors import InventoryError, UsageError  # noqa: F401  (InventoryError: its home is errors)
 
-
 #: URL schemes testinfra connects with (testinfra.get_host); ``ssh`` is the one this project tests
 SCHEMES = ("ssh", "paramiko", "ansible", "docker", "local")
 ROLES = {"ndb": (TP.MGM, TP.DATA, TP.SQL), "galera": (TP.DATA, TP.ARBITRATOR)}

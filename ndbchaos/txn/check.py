@@ -19,13 +19,13 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from .anomaly import Analysis, Anomaly, Step
+from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTimeout, classify, components
+from .history import NO_TIME, TxnHistory, without_gc
 from .list_append import analyze as analyze_list_append
 from .models import UNKNOWN_ANOMALIES, boundary, check_models, implied_anomalies
 from .models import prohibited as prohibited_by
 from .rw_register import analyze as analyze_rw_register
-from .anomaly import Analysis, Anomaly, Step
-from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTimeout, classify, components
-from .history import NO_TIME, TxnHistory, without_gc
 
 MODELS = ("list-append", "rw-register")
 

@@ -7,28 +7,19 @@ the ``ndbchaos.workloads`` entry-point group of an installed package), or its cl
 
 from __future__ import annotations
 
-from ..errors import UsageError
+import importlib
+from importlib.metadata import entry_points
 
-WORKLOADS = {}
+from ..errors import UsageError
+from . import bank, fakebook, ledger, oltp, pk_update, txn  # noqa: F401  (each registers its workload)
+from .app import AppWorkload, register_workload
+from .registry import WORKLOADS, register  # noqa: F401  (register: the built-in workloads' decorator)
+
 #: the entry-point group a project's package declares its workloads in (name = its class)
 ENTRY_POINTS = "ndbchaos.workloads"
 
 
-def register(cls):
-    WORKLOADS[cls.name] = cls
-    return cls
-
-
-def _builtins() -> None:
-    from . import ledger, pk_update, bank, txn  # noqa: F401  (registration)
-    try:
-        from . import fakebook, oltp  # noqa: F401
-    except ImportError:
-        pass
-
-
 def _entry_points() -> list:
-    from importlib.metadata import entry_points
     return list(entry_points(group=ENTRY_POINTS))
 
 
@@ -36,8 +27,6 @@ def workload_class(name):
     """The class of a workload: a registered name, an entry point of ``ndbchaos.workloads``, a
     ``module:qualname`` reference (how a worker process finds a project's class again), or a
     project's class itself (registered on the way)."""
-    from .app import AppWorkload, register_workload
-    _builtins()
     if isinstance(name, type):
         if issubclass(name, AppWorkload):
             return register_workload(name)
@@ -61,7 +50,6 @@ def workload_class(name):
 
 
 def _import(reference: str, what: str):
-    import importlib
     module, _, qualname = reference.partition(":")
     try:
         obj = importlib.import_module(module)

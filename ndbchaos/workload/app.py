@@ -70,6 +70,7 @@ from typing import Any, ClassVar, Iterable, Literal
 
 from ..errors import UsageError
 from .base import Workload
+from .registry import WORKLOADS
 from .txn import Aborted  # an error before COMMIT: rolled back, recorded fail (the transactional workloads')
 
 READ, WRITE = "read", "write"
@@ -305,7 +306,6 @@ def declare(cls) -> type:
 def register_workload(cls):
     """Register a project's workload under its ``name`` (a decorator, or a call from a fixture or
     conftest): scenarios then name it as ``Scenario(..., workload="orders")``."""
-    from . import WORKLOADS
     declare(cls)
     known = WORKLOADS.get(cls.name)
     if known is not None and known is not cls and ref(known) != ref(cls):

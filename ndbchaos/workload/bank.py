@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import contextlib
 
-from . import register
+from ..errors import UsageError
 from .base import Workload, bulk_insert
+from .registry import register
 
 
 @register
@@ -28,7 +29,6 @@ class Bank(Workload):
     def __init__(self, **params):
         super().__init__(**params)
         if self.params["read_lock"] not in self.READ_LOCKS:
-            from ..errors import UsageError
             raise UsageError(f"bank: read_lock={self.params['read_lock']!r} (expected none or 'share')")
 
     def schema(self, table_engine):

@@ -16,6 +16,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from ..errors import UsageError
+
 
 class Workload:
     name = "base"
@@ -28,7 +30,6 @@ class Workload:
     def __init__(self, **params):
         unknown = set(params) - set(self.defaults)
         if unknown:
-            from ..errors import UsageError
             raise UsageError(f"workload {self.name}: unknown parameter(s) {', '.join(sorted(unknown))}")
         self.params = {**self.defaults, **params}
 

@@ -52,9 +52,10 @@ from __future__ import annotations
 import hashlib
 import random
 
-from . import register
+from ..errors import UsageError
 from .base import Workload, bulk_insert
 from .fastsql import FastSQL, Stmt
+from .registry import register
 
 READS = ("status", "conversation", "friends", "login")
 WRITES = ("post_status", "send_message", "comment", "add_friend")
@@ -83,7 +84,6 @@ def _date(rng: random.Random) -> str:
 
 def _mix(weights: dict, names: tuple[str, ...], what: str) -> list[tuple[float, str]]:
     """Cumulative distribution over ``names`` from a {name: weight} dict."""
-    from ..errors import UsageError
     unknown = set(weights) - set(names)
     if unknown:
         raise UsageError(f"workload fakebook: unknown {what} {', '.join(sorted(unknown))} (known: {', '.join(names)})")
@@ -122,7 +122,6 @@ class Fakebook(Workload):
 
     def __init__(self, **params):
         super().__init__(**params)
-        from ..errors import UsageError
         p = self.params
         self.U = int(p["users"])
         if self.U < 2:

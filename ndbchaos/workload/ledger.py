@@ -6,8 +6,8 @@ inserted is a phantom; an insert whose outcome is unknown (info) may or may not 
 
 from __future__ import annotations
 
-from . import register
 from .base import Workload
+from .registry import register
 
 
 @register

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import random
 
-from . import register
+from ..errors import UsageError
 from .base import Workload, bulk_insert
 from .fastsql import _NO_ATTRS, FastSQL, Stmt
+from .registry import register
 
 _DIGITS = "0123456789"
 
@@ -95,10 +96,8 @@ class Oltp(Workload):
         super().__init__(**params)
         p = self.params
         if p["mode"] not in MODES:
-            from ..errors import UsageError
             raise UsageError(f"workload {self.name}: mode must be one of {', '.join(MODES)}, not {p['mode']!r}")
         if int(p["table_size"]) < 1:
-            from ..errors import UsageError
             raise UsageError(f"workload {self.name}: table_size must be at least 1")
         t = p["table"]
         self.n = int(p["table_size"])

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import string
 
-from . import register
 from .base import Workload, bulk_insert
+from .registry import register
 
 _ALPHA = string.ascii_letters + string.digits
 

@@ -27,21 +27,20 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 
-from ..classify import classify, outcome
+from ..classify import classify
 from ..clock import RunClock
-from ..history import FINAL_PROCESS, Columns, History, Recorder
+from ..errors import NdbChaosError, UsageError
+from ..history import FINAL_PROCESS, Columns, ErrorInfo, History, Recorder
 from ..history.columnar import HistoryAppender
 from ..sqlconn import connect, error_fields
 from ..waiting import wait_until
+from . import get_workload, workload_class
+from .contract import SPILL_OPS, ClientOptions, Endpoint, Failure, failure  # noqa: F401  (re-exported)
+from .native import connection_loop as native_connection_loop
+from .native import resolve_driver
 
 log = logging.getLogger("ndbchaos")
-
-#: a connection's operations go to its worker's spool file in chunks of this many (~0.7 MB of
-#: columns; at a few hundred operations a second per connection, about once a minute)
-SPILL_OPS = 16384
-
 
 class SpoolingRecorder(Recorder):
     """A connection's recorder that hands its columns to ``spill`` (the worker's spool file) once
@@ -65,72 +64,6 @@ class SpoolingRecorder(Recorder):
         if len(self.start):
             self._spill(self)
             Columns.__init__(self)
-
-
-@dataclass
-class Endpoint:
-    node: str
-    port: int
-    host: str = "127.0.0.1"  # an inventory's SQL node is reached at its own address
-
-
-@dataclass
-class ClientOptions:
-    engine: str = "galera"
-    user: str = "chaos"
-    password: str = "chaos"
-    database: str = "ndbchaos"
-    connect_timeout: float = 2.0
-    read_timeout: float = 5.0
-    write_timeout: float = 5.0
-    backoff_min: float = 0.01
-    backoff_max: float = 0.1  # caps the gap between attempts, so outage ends are seen within ~100 ms
-    failover: bool = False
-    retries: int = 0  # retries of temporary errors (off: measure the raw impact)
-    rate: float | None = None  # ops/s per connection (open loop); None = closed loop
-    record: bool = True
-    seed: int = 0
-    driver: str = "python"  # "native": each connection's loop in C (ndbchaos.workload.native)
-    extra: dict = field(default_factory=dict)
-
-
-# -- the client loop's contract: what a failed operation means, for both drivers --------------
-
-#: errors after which the connection is dropped and made again (besides a statement never sent
-#: and an error of unknown outcome): lost or refused, or Galera's node not ready (1047)
-RECONNECT_ERRNOS = frozenset({2006, 2013, 2055, 2003, 1047})
-
-
-@dataclass(frozen=True)
-class Failure:
-    """What the client loop does after an operation failed (``failure``): record it as
-    ``type`` with ``cls``/``code``, retire the process when it is ``info`` (Jepsen: a process
-    with an indeterminate operation never runs again), drop the connection when ``reconnect``
-    (and move to the next SQL node with failover), and retry it when ``retryable`` and retries
-    are left. The Python loop here and the native driver's (``workload.native``) both follow it."""
-
-    errno: int | None
-    message: str
-    cls: str | None
-    code: int | None
-    type: str  # fail | info
-    reconnect: bool
-    retryable: bool
-
-    @property
-    def retire(self) -> bool:
-        return self.type == "info"
-
-
-def failure(engine: str, errno: int | None, message: str, is_write: bool, sent: bool,
-            workload_outcome: str | None = None) -> Failure:
-    """The contract: classify the error (``ndbchaos.classify``); a write that may have been
-    applied (sent, unknown class) is ``info`` unless the workload knows better
-    (``workload_outcome``: a transaction that failed before its COMMIT is ``fail``)."""
-    cls, code = classify(engine, errno, message)
-    typ = workload_outcome or outcome(is_write and sent, cls)
-    reconnect = (not sent) or cls == "unknown" or errno in RECONNECT_ERRNOS
-    return Failure(errno, message, cls, code, typ, reconnect, cls == "temporary")
 
 
 # -- worker process --------------------------------------------------------------------------
@@ -184,7 +117,6 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             errno, msg = error_fields(getattr(e, "cause", e))
             fl = failure(opts.engine, errno, msg, is_write, sent, getattr(e, "outcome", None))
             if record:
-                from ..history import ErrorInfo
                 record(process, f, value, fl.type, t0 - mono0, t1 - mono0, ep.node,
                        ErrorInfo(errno, fl.code, fl.cls, msg))
             if fl.retire:
@@ -216,7 +148,6 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
 
 def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx, spool,
                 shared=None):
-    from . import get_workload, workload_class
     name, params = spec[:2]
     if len(spec) > 2:  # a project's workload: its class imported here again (module:qualname)
         workload_class(spec[2])
@@ -242,7 +173,7 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
 
     loop = _connection_loop
     if opts.driver == "native":  # same arguments, same recording (WorkloadRunner.start checked it)
-        from .native import connection_loop as loop
+        loop = native_connection_loop
     for k in range(conns):
         slot = worker * conns + k
         wl = get_workload(name, **params)
@@ -271,7 +202,6 @@ class WorkloadRunner:
     def __init__(self, workload, endpoints: list[Endpoint], clock: RunClock, processes: int = 2,
                  connections: int = 2, options: ClientOptions | None = None):
         if not endpoints:
-            from ..errors import UsageError
             raise UsageError("the workload needs at least one SQL endpoint")
         self.workload = workload
         self.endpoints = endpoints
@@ -309,12 +239,10 @@ class WorkloadRunner:
             except Exception as e:
                 last = e
                 time.sleep(0.5)
-        from ..errors import NdbChaosError
         raise NdbChaosError(f"workload setup on {ep.node} failed: {error_fields(last)[1]}")
 
     def start(self) -> None:
         if self.opts.driver != "python":  # the native driver, or the Python one where it cannot run
-            from .native import resolve_driver
             self.opts = resolve_driver(self.opts, self.workload)
         self.started_at = self.clock.now()
         self._spool_dir = tempfile.mkdtemp(prefix="ndbchaos-spool-")
@@ -407,7 +335,6 @@ class WorkloadRunner:
                 except Exception as e:
                     errno, msg = error_fields(e)
                     cls, code = classify(self.opts.engine, errno, msg)
-                    from ..history import ErrorInfo
                     history.add(FINAL_PROCESS, f, value, "fail", t0, self.clock.now(), ep.node,
                                 ErrorInfo(errno, code, cls, msg))
                     time.sleep(0.5)

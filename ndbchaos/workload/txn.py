@@ -31,8 +31,9 @@ from __future__ import annotations
 import contextlib
 import random
 
-from . import register
-from .base import Workload
+from ..errors import UsageError
+from .base import Workload, bulk_insert
+from .registry import register
 
 #: where a list's elements are kept: the column type (ASCII, so a VARCHAR byte is a character)
 STORAGE = {"varchar": "VARCHAR({n}) CHARACTER SET ascii NOT NULL DEFAULT ''",
@@ -100,7 +101,6 @@ class _Txn(Workload):
     def __init__(self, **params):
         super().__init__(**params)
         p = self.params
-        from ..errors import UsageError
         if p["read_lock"] not in READ_LOCKS:
             raise UsageError(f"{self.name}: read_lock={p['read_lock']!r} (expected none, 'share' or 'update')")
         if p["storage"] not in STORAGE:
@@ -130,7 +130,6 @@ class _Txn(Workload):
     def load(self, conn, table_engine: str) -> None:
         super().load(conn, table_engine)
         if self.params["precreate"]:
-            from .base import bulk_insert
             cur = conn.cursor()
             bulk_insert(cur, self.table, ("k", "v"),
                         ((k, self.initial) for k in range(int(self.params["precreate_keys"]))))
@@ -143,7 +142,6 @@ class _Txn(Workload):
         n = rng.randint(int(self.params["min_mops"]), int(self.params["max_mops"]))
         mops = self.pool.draw(rng, n, self.write_f)
         if self.params["precreate"] and self.pool.used() > int(self.params["precreate_keys"]):
-            from ..errors import UsageError
             raise UsageError(f"{self.name}: more keys used than the {self.params['precreate_keys']} precreated")
         return "txn", mops, any(m[0] != "r" for m in mops)
 

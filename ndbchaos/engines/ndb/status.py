@@ -16,10 +16,10 @@ from ...events import merge_streams
 from ..base import ClusterStatus, NodeStatus
 from .clusterlog import ClusterLogFollower
 from .lifecycle import PROBE_MGM_CLIENT
+from .mgm import MgmReport, parse_mgm, parse_show
 from .ndbinfo import arbitrator_summary, arbitrator_validity_summary, nodes_ready, president, succession
 from .ndbinfo import membership as read_membership
 from .ndbinfo import nodes as read_nodes
-from .mgm import MgmReport, parse_mgm, parse_show
 from .rules import arbitrator_candidates
 
 

@@ -46,6 +46,12 @@ import time
 from array import array
 
 from ... import resources
+from ...errors import UsageError
+from ...history import ErrorInfo
+from ...history.columns import Columns
+from ...sqlconn import _secs, error_fields
+from ..contract import SPILL_OPS, failure
+from ..oltp import Oltp
 
 log = logging.getLogger("ndbchaos")
 
@@ -187,7 +193,6 @@ class Ndc(ctypes.Structure):
 def plan(wl) -> tuple[int, str, bytes, bool, str]:
     """(op code, prepared statement, string pool, is_write, f) of a workload the native loop runs
     statement for statement like the Python one; NativeUnavailable (with the reason) otherwise."""
-    from ..oltp import Oltp
     if not isinstance(wl, Oltp):
         raise NativeUnavailable(f"workload {wl.name} has no native implementation "
                                 "(native: oltp_point_select, oltp_update_non_index, oltp_update_index)")
@@ -226,7 +231,6 @@ _COLUMNS = ("process", "f", "type", "start", "end", "node", "ival", "errno", "ec
 
 
 def _direct_ok() -> bool:
-    from ...history.columns import Columns
     return tuple(Columns._STATE) == _COLUMNS
 
 
@@ -276,9 +280,6 @@ class _Err:
 def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx, capacity: int = BATCH) -> int:
     """One connection, as ``runner._connection_loop`` (same arguments) but with the statements
     run by ndc_run; ``stop`` is the worker's threading.Event."""
-    from ...history import ErrorInfo
-    from ...sqlconn import _secs, error_fields
-    from ..runner import SPILL_OPS, failure
     lib = load()
     op, sql, pool, is_write, f = plan(wl)
     stop_flag = ctypes.c_int32(0)
@@ -373,7 +374,6 @@ def resolve_driver(opts, workload):
     if opts.driver == "python":
         return opts
     if opts.driver != "native":
-        from ...errors import UsageError
         raise UsageError(f"unknown client driver {opts.driver!r} (known: native, python)")
     why = supported(workload)
     if why is None:
