@@ -18,6 +18,7 @@ from .errors import check as check_errors
 from .expectation import check as check_expectation
 from .latency import check as check_latency
 from .ledger import check as check_durability
+from .transactions import check as check_transactions
 from .frame import Frame, build_frame
 from .verdict import UNKNOWN, Verdict, compose, word
 
@@ -125,13 +126,6 @@ def _guarded(name: str, fn, *args) -> Verdict:
         where = traceback.extract_tb(e.__traceback__)[-1]
         return Verdict(name, UNKNOWN, f"the checker failed: {type(e).__name__}: {e}",
                        {"error": f"{type(e).__name__}: {e}", "at": f"{where.filename}:{where.lineno}"})
-
-
-def check_transactions(fr: Frame, opts: dict) -> Verdict:
-    """The anomaly checker (checks.transactions), imported when a transactional history is
-    checked: it brings scipy, a third of a second that no other workload needs."""
-    from .transactions import check
-    return check(fr, opts)
 
 
 def _register_builtin() -> None:
