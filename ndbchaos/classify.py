@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import re
 
+from .engines import error_rules
+
 # Client-side connection errors (libmysqlclient / connector numbering).
 CR_NEVER_CONNECTED = {2002, 2003, 2005, 2026}  # the statement never reached a server
 CR_AUTH = {2059, 2061}  # auth plugin / secure transport required: never executed, not retryable
@@ -47,7 +49,6 @@ _NEVER_SENT_RE = re.compile(r"initial communication packet|reading authorization
 def _rules() -> tuple:
     """The engines' own classifiers, from the engine registry (imported on first use: the engine
     packages import the SQL client, which imports this module)."""
-    from .engines import error_rules
     return error_rules()
 
 

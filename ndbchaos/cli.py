@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sys
 
-from . import __version__
+from . import __version__, commands
 from .errors import NdbChaosError
 
 
@@ -20,7 +20,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ndbchaos", description="Chaos and availability tests for MySQL NDB Cluster")
     p.add_argument("--version", action="version", version=f"ndbchaos {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    from . import commands
     for mod in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
         if mod.name.startswith("_"):
             continue

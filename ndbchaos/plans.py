@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import topology as TP
 from .engines.base import Expectation
+from .workload.contract import ClientOptions
 
 
 @dataclass
@@ -81,7 +82,6 @@ def failover(plan: Plan, clients_fail_over: bool) -> dict:
     backoff_max before the next attempt, connect_timeout to the next server, 2 s of slack for a
     loaded machine. Without it they wait for their own node to come back: measured, not bounded
     here."""
-    from .workload.runner import ClientOptions
     o = ClientOptions()
     bound = o.backoff_max + o.connect_timeout + 2.0 if clients_fail_over else None
     return {"nodes": list(plan.stopped_sql), "clients_fail_over": clients_fail_over, "bound_s": bound,
@@ -124,7 +124,6 @@ def client_path(cluster, fault, latency_ms: float | None = None) -> Plan:
     attempts; 2 s of slack for a loaded machine). With ``latency_ms``: the target's median
     latency during the fault is at least 95 % of it (every statement is at least one round trip
     through the proxy) and the others' stays under half of it."""
-    from .workload.runner import ClientOptions
     o = ClientOptions()
     bound = o.read_timeout + o.connect_timeout + o.backoff_max + 2.0
     target = [t.name for t in fault.targets]

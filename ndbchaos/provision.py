@@ -34,6 +34,7 @@ from pathlib import Path
 
 from . import resources
 from .errors import NdbChaosError
+from .workload import native
 
 COMPOSE_VERSION = "v2.40.3"
 ALLURE_VERSION = "3.18.0"
@@ -96,7 +97,6 @@ class Host:
                                     start_new_session=True)
 
     def build_native(self) -> str:
-        from .workload import native
         return native.build()
 
     def sleep(self, seconds: float) -> None:
@@ -194,7 +194,6 @@ class Setup:
             link.symlink_to(built)
 
     def native(self) -> None:
-        from .workload import native
         if (self.tools / f"ndbchaos-native-{native.source_hash()}.so").exists():
             return
         h = self.host

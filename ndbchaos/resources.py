@@ -21,6 +21,8 @@ import os
 from importlib.resources import files
 from pathlib import Path
 
+from .errors import NdbChaosError
+
 
 def package_dir() -> Path:
     """The installed ``ndbchaos`` package's directory. Docker mounts and bash run its files, so it
@@ -31,7 +33,6 @@ def package_dir() -> Path:
     as_path = Path(str(root))
     if as_path.is_dir():
         return as_path
-    from .errors import NdbChaosError  # e.g. zipimport: its files are no paths a container can mount
     raise NdbChaosError(f"ndbchaos is imported from {root}, not a directory: install it unpacked (pip install)")
 
 

@@ -27,7 +27,10 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from . import runtime
+from .checks import check_run
 from .errors import ClusterNotReady
+from .faults import toxiproxy
 from .history import History
 from .observer import Observer
 from .report import allure as report
@@ -87,7 +90,6 @@ class ScenarioRun:
         self.client.seed = self.seed
         self.via_proxy = bool(via_proxy)  # the clients' route (in the record): a client-path fault acts on no other
         if via_proxy:  # clients go through toxiproxy (the client-path overlay)
-            from .faults import toxiproxy
             self.endpoints = [Endpoint(name, port) for name, port in toxiproxy.proxy_ports(cluster).items()]
         else:
             self.endpoints = [Endpoint(n.name, n.sql_port, n.sql_host) for n in cluster.topology.sql_nodes]
@@ -203,7 +205,6 @@ class ScenarioRun:
         """The operator's action after a fault that made nodes exit (NDB StopOnError, an
         arbitration shutdown): restart them (node restart, or the engine's whole-cluster
         procedure when no data node is left)."""
-        from . import runtime
         self.cluster.discover()
         dead = [n for n in self.cluster.topology.nodes
                 if runtime.container_state(self.cluster.container(n)) in ("exited", "dead", "created")]
@@ -244,7 +245,6 @@ class ScenarioRun:
 
     def finish(self) -> Result:
         """Stop the load, run the final reads, build the record and judge it (``check_run``)."""
-        from .checks import check_run
         with report.step("stop load, final reads, verdict"):
             history = self.runner.stop()
             self._load_running = False

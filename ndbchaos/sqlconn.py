@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 import threading
 
-import mysql.connector
-
 from .classify import CLIENT_TIMEOUT
 
 HOST = "127.0.0.1"  # never a container address: the same code works on Docker Desktop and CI
@@ -56,6 +54,7 @@ def connect(port: int, user: str, password: str, database: str | None = None, *,
               read_timeout=_secs(read_timeout), write_timeout=_secs(write_timeout))
     if database:
         kw["database"] = database
+    import mysql.connector  # a tenth of a second: only a process that connects pays it
     return mysql.connector.connect(**kw)
 
 

@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from .. import runtime
+from ..events import parse_lines, time_to_epoch
+from ..sqlconn import connect, error_fields
+
 if TYPE_CHECKING:  # pragma: no cover (the handles type their engine with this module's Engine)
     from ..cluster import ComposeCluster
     from ..handle import ClusterHandle
@@ -142,7 +146,6 @@ class Engine:
         conn = self._mon.get(node.name)
         if conn is not None:
             return conn
-        from ..sqlconn import connect
         conn = connect(node.sql_port, self.sql_user, self.sql_password, host=node.sql_host,
                        connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
         if self.monitor_init:
@@ -179,7 +182,6 @@ class Engine:
                 cur.close()
         except Exception as e:
             self._drop_monitor(node.name)
-            from ..sqlconn import error_fields
             errno, msg = error_fields(e)
             return {"error": f"{errno}: {msg}"}
 
@@ -260,7 +262,6 @@ class Engine:
     def process_stopped(self, cluster: "ClusterHandle", node: "Node") -> bool:
         """Has the node's server process stopped (crashed, shut itself down, been stopped)?
         Default: its container has exited."""
-        from .. import runtime
         return runtime.container_state(cluster.container(node)) in ("exited", "dead")
 
     def excluded_running(self, cluster: "ClusterHandle", nodes: list["Node"]) -> list["Node"]:
@@ -295,7 +296,6 @@ class Engine:
         """The events of one node's container output from about run time ``since`` (Docker's
         ``since`` has whole seconds), stamped with ``t`` (run clock, None without a stamp) and
         ``log`` (the node's name). ``reporter``: the engine's id of the node whose log it is."""
-        from ..events import parse_lines, time_to_epoch
         try:
             raw = cluster.container(node).logs(since=int(cluster.clock.wall(since)) - 1, stdout=True, stderr=True)
         except Exception:

@@ -26,6 +26,7 @@ from .. import topology as TP
 from ..engines.base import ClusterLog, ManagementClient
 from ..errors import UsageError
 from ..waiting import wait_until
+from ..workload.ballast import ensure as ensure_ballast
 from .base import Fault, FaultNotEffective, FaultUnsupported
 from .node import Kill
 
@@ -298,8 +299,7 @@ class KillDuringBackup(Kill):
             raise FaultUnsupported(f"{self.kind}: {self.cluster.engine.name} has no cluster log to follow a backup in",
                                    reason=f"an online backup is NDB's; {self.cluster.engine.name} has none")
         if self.ballast_mb:
-            from ..workload import ballast
-            self.window.params["ballast"] = ballast.ensure(self.cluster, self.ballast_mb)
+            self.window.params["ballast"] = ensure_ballast(self.cluster, self.ballast_mb)
         running = [n for n in sorted(self.cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
                    if runtime.container_state(self.cluster.container(n)) == "running"]
         self._log = self.cluster.engine.cluster_log_follower(self.cluster, running[0] if running else None)

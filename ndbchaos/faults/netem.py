@@ -23,6 +23,7 @@ from .. import topology as TP
 from ..errors import UsageError
 from . import netns, pumba
 from .base import Fault, FaultNotEffective, FaultUnsupported
+from .targets import resolve
 
 HANDLE = "4e44"  # "ND"; our root qdisc
 CHILD = "4e45"  # netem under prio when filtering by destination
@@ -164,7 +165,6 @@ class Netem(netns.HelperMixin, Fault):
         require_netem(cluster)
         self.to_nodes = []
         if to is not None:
-            from .targets import resolve
             self.to_nodes, _ = resolve(cluster, to)
             for n in self.to_nodes:
                 cluster.container(n)

@@ -10,10 +10,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import runtime
-from . import pumba
-from ..waiting import wait_until
 from ..errors import UsageError
+from ..waiting import wait_until
+from . import pumba
 from .base import Fault, FaultNotEffective
+from .targets import resolve
 
 DOWN = ("exited", "dead")
 
@@ -135,7 +136,6 @@ class RestartWithout(Kill):
     kind = "restart-without"
 
     def __init__(self, cluster, restart, without, signal: str = "SIGKILL"):
-        from .targets import resolve
         again, _ = resolve(cluster, restart)
         down, _ = resolve(cluster, without)
         if not again or not down:

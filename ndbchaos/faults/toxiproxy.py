@@ -27,11 +27,11 @@ import uuid
 from ..errors import UsageError
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective
-from .toxiproxy_server import (API_PORT, BUILD, IMAGE_ENV, OVERLAY, SLOT_BASE, SLOTS, TOXIC_PREFIX, ToxiproxyAPI,
-                               ToxiproxyError, api, ensure_image, image, proxy_container, proxy_ports, proxy_specs,
-                               setup, slots, sql_nodes, with_toxiproxy)
+from .targets import sql
+from .toxiproxy_server import (API_PORT, IMAGE_ENV, OVERLAY, SLOT_BASE, SLOTS, TOXIC_PREFIX, ToxiproxyAPI, ToxiproxyError,
+                               api, ensure_image, image, proxy_container, proxy_ports, proxy_specs, setup, slots,
+                               sql_nodes, with_toxiproxy)
 from .toxiproxy_server import _same as _same  # re-exported: the unit tests check it here
-
 
 # -- probing through a proxy --------------------------------------------------------------------------
 
@@ -82,7 +82,6 @@ class Toxic(Fault):
 
     def __init__(self, cluster, targets=None, type: str | None = None, attributes: dict | None = None,
                  stream: str = "downstream", toxicity: float = 1.0, **params):
-        from .targets import sql
         self.toxic_type = type or self.toxic_type
         if not self.toxic_type:
             raise UsageError("toxic: no type")
@@ -261,7 +260,6 @@ class ProxyDown(Fault):
     client_path = True
 
     def __init__(self, cluster, targets=None):
-        from .targets import sql
         super().__init__(cluster, targets if targets is not None else sql())
         proxy_container(cluster)
         have = slots(cluster)
@@ -307,7 +305,7 @@ class ProxyDown(Fault):
         return "proxy up: " + ", ".join(out)
 
 
-__all__ = ["API_PORT", "BUILD", "IMAGE_ENV", "OVERLAY", "SLOT_BASE", "SLOTS", "TOXIC_PREFIX", "Bandwidth", "Latency",
+__all__ = ["API_PORT", "IMAGE_ENV", "OVERLAY", "SLOT_BASE", "SLOTS", "TOXIC_PREFIX", "Bandwidth", "Latency",
            "ProxyDown", "ResetPeer", "Slicer", "Timeout", "Toxic", "ToxiproxyAPI", "ToxiproxyError", "api",
            "ensure_image", "greeting", "image", "proxy_container", "proxy_ports", "proxy_specs", "setup", "slots",
            "sql_nodes", "with_toxiproxy"]

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import math
 import re
-import tomllib
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+import tomllib
+
 from ..errors import UsageError
+from ..txn.models import check_models
 
 PHASES = ("baseline", "fault", "recovery", "all")
 
@@ -205,7 +207,6 @@ def _objective(key: str, v, where: "_Locator", section):
             raise bad("must be a list of integer error numbers")
         return list(v)
     if kind == "models":
-        from ..txn.models import check_models
         if not isinstance(v, list) or not v or any(not isinstance(x, str) for x in v):
             raise bad('must be a list of consistency models, e.g. ["read-committed"]')
         try:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from .. import runtime
 from .. import topology as TP
+from ..cluster import reap
+from ..engines.ndb import NdbEngine
 from ..errors import NdbChaosError
 from ..resources import BUILD, COMPOSE_DIR, LAB_INVENTORY
 from ..waiting import Deadline, wait_until
@@ -61,7 +63,6 @@ def image() -> str:
 
 
 def compose_env() -> dict[str, str]:
-    from ..engines.ndb import NdbEngine
     ini, cnf = NdbEngine().config_files({"ndb_subnet": SUBNET})
     return {"NDBCHAOS_PROJECT": PROJECT, "NDBCHAOS_NDBHOST_IMAGE": image(), "NDBCHAOS_LAB_SUBNET": SUBNET,
             "NDBCHAOS_LAB_KEY": str(ensure_key()) + ".pub", "NDBCHAOS_NDB_CONFIG": str(ini),
@@ -70,7 +71,6 @@ def compose_env() -> dict[str, str]:
 
 def up(inventory: str | Path = EXAMPLE, timeout: float = 600, say=print) -> InventoryCluster:
     """Hosts up, then the cluster on them over ssh; returns the attached, healthy cluster."""
-    from ..engines.ndb import NdbEngine
     runtime.docker_client()
     t0 = time.monotonic()
     env = compose_env()
@@ -117,7 +117,6 @@ def _answers(remote) -> bool:
 def down() -> list[str]:
     """Remove the hosts and their network; what was there (compose removes most of it, the
     framework's own reap whatever compose did not know)."""
-    from ..cluster import reap
     runtime.docker_client()
     there = [f"container {c.name}" for c in runtime.project_containers(PROJECT)] + \
             [f"network {n.name}" for n in runtime.project_networks(PROJECT)]

@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 
 from ..errors import NdbChaosError
+from .guard import arm_script, disarm_script
 from .spec import HostSpec, NodeSpec
 
 #: ssh options every connection gets: no prompt can hang a run, a dead link ends within 15 s
@@ -282,7 +283,6 @@ class HostNode:
     def pause(self) -> None:
         """SIGSTOP to the node proper, with a guard on the host that thaws it after ``guard_s``
         should the controller never come back to do it."""
-        from .guard import arm_script
         self._signal("STOP", everyone=False)
         undo = self._find() + '[ -n "$pids" ] && kill -s CONT $pids'
         code, out = self.remote.run(arm_script(self.guard_key, undo, self.guard_s), timeout=15)
@@ -292,7 +292,6 @@ class HostNode:
                                 f"thawed again: {out.strip()[-200:]}")
 
     def unpause(self) -> None:
-        from .guard import disarm_script
         self.remote.run(disarm_script(self.guard_key), timeout=15)
         self._signal("CONT", everyone=True)
 

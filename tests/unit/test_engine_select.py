@@ -3,7 +3,8 @@
 import pytest
 
 from ndbchaos import runtime
-from ndbchaos.engines import get_engine, resolve_engine
+from ndbchaos.engines import get_engine
+from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb.image import DEFAULT_IMAGE
 from ndbchaos.errors import DockerUnavailable, NdbChaosError, UsageError

@@ -9,13 +9,13 @@ import tarfile
 
 import pytest
 
-from ndbchaos import runtime
-from ndbchaos.engines import resolve_engine
+from ndbchaos import resources, runtime
+from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
-from ndbchaos.errors import NdbChaosError
 from ndbchaos.engines.ndb import image as ndb_image
+from ndbchaos.errors import NdbChaosError
 
-BUILD = ndb_image.BUILD
+BUILD = resources.BUILD
 REQUIRED = ("ndb_mgmd", "ndbmtd", "ndb_mgm", "mysqld", "mysql")
 MACHINE = {"x86_64": b"\x3e\x00", "aarch64": b"\xb7\x00"}
 
