@@ -61,6 +61,15 @@ def catalogue():
     return out
 
 
+def module_markers(test_id: str) -> list[str]:
+    """The markers pytest gives every scenario of ``test_id``'s module (its ``pytestmark``), the
+    ones ``-m`` and a gate's ``match`` select by: test_txn's are ``txn``, not its scenarios'
+    families."""
+    import importlib
+    marks = getattr(importlib.import_module(f"scenarios.{test_id.split('[')[0]}"), "pytestmark", [])
+    return [m.name for m in (marks if isinstance(marks, list) else [marks])]
+
+
 def only_elsewhere(engine: str) -> set[str]:
     """The catalogue's declarations that do not run on ``engine`` (``Scenario.engines``)."""
     return {sc.name for _, sc in catalogue() if sc.skip_reason(engine)}

@@ -15,7 +15,8 @@ import pytest
 from ndbchaos.gate.spec import load as load_gate, matches as gate_matches
 from ndbchaos.report.results import attachments
 
-from .helpers import REPO, allure_results, catalogue, labelled, only_elsewhere, project_of, run_pytest
+from .helpers import (REPO, allure_results, catalogue, labelled, module_markers, only_elsewhere, project_of,
+                      run_pytest)
 
 EXAMPLE_GATE = REPO / "examples" / "gate" / "availability.toml"
 ALLURE = Path(os.environ.get("NDBCHAOS_TOOLS", Path.home() / ".cache" / "ndbchaos" / "tools")) \
@@ -98,7 +99,7 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     assert "availability gate" in out and ("gate PASS" in out or "gate WARN" in out), out[-3000:]
     spec = load_gate(EXAMPLE_GATE)
     slow_named = {test_id for test_id, sc in catalogue() if sc.slow and not sc.skip_reason(engine) and any(
-        gate_matches(e, [test_id, sc.name], [sc.family]) for e in spec.entries)}
+        gate_matches(e, [test_id, sc.name], [*module_markers(test_id), "slow"]) for e in spec.entries)}
     assert "test_datanode_loss[kill_again_while_recovering]" in slow_named, sorted(slow_named)
     assert {x["scenario"] for x in gate["rows"] if x["status"] == "NOT EVALUATED" and x["objective"] == "(all)"
             } == slow_named
