@@ -453,7 +453,7 @@ class History:
         def by_line(buf: bytes, first_lineno: int) -> int:
             return _load_lines(h.cols, buf, first_lineno, src, check_value)
         loader = ChunkLoader(h.cols, check_value, by_line, name)
-        with _gc_paused():  # few containers are built; the collector would only scan them
+        with without_gc():  # few containers are built; the collector would only scan them
             for buf in src.chunks():
                 src.lineno += loader.feed(buf, src.lineno + 1)
                 del buf  # the source reads into it again
@@ -464,13 +464,20 @@ class History:
 
 
 @contextmanager
-def _gc_paused():
+def without_gc(freeze: bool = False):
+    """The cyclic garbage collector off while a history's objects are built (they hold no cycles;
+    its passes over millions of new containers would be most of the reading time), back as it was
+    afterwards. ``freeze``: what was built is moved out of the collector's sight (``gc.freeze``)
+    instead of scanned once more later; only for a process that ends after its check (the CLI),
+    since anything frozen is never collected again."""
     was = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if was:
+            if freeze:
+                gc.freeze()
             gc.enable()
 
 

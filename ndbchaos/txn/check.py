@@ -21,7 +21,8 @@ from functools import lru_cache
 
 from .anomaly import Analysis, Anomaly, Step
 from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTimeout, classify, components
-from .history import NO_TIME, TxnHistory, without_gc
+from ..history.core import without_gc
+from .history import NO_TIME, TxnHistory
 from .list_append import analyze as analyze_list_append
 from .models import UNKNOWN_ANOMALIES, boundary, check_models, implied_anomalies
 from .models import prohibited as prohibited_by

@@ -22,8 +22,6 @@ cannot use; ``ndbchaos check`` turns it into one line and exit 2.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +29,7 @@ from typing import Any, Iterable, Iterator
 
 from . import edn
 from ..history.columnar import MAGIC as COLUMNAR_MAGIC
+from ..history.core import without_gc
 
 try:
     import orjson as _orjson
@@ -43,23 +42,6 @@ _COMPLETION = {"ok": OK, "fail": FAIL, "info": INFO}
 #: the micro-operation names each model accepts (Elle's)
 MOP_NAMES = {"list-append": ("append", "r"), "rw-register": ("w", "r")}
 NO_TIME = -1
-
-
-@contextlib.contextmanager
-def without_gc():
-    """The cyclic garbage collector off while a history's objects are built (they hold no
-    cycles; the collector's passes over millions of new containers were most of the reading
-    time), back as it was afterwards. What was built is moved out of the collector's sight
-    (``gc.freeze``) rather than scanned once more when it comes back on; reference counting
-    still frees it."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.freeze()
-            gc.enable()
 
 
 class TxnFormatError(ValueError):
