@@ -1,1 +1,20 @@
-"""Subcommands of ``ndbchaos``: one module each, with ``register(subparsers)``."""
+"""Subcommands of ``ndbchaos``: one module each (``ndbchaos/commands/<name>.py``) with
+``register(subparsers)``, which adds its parser and sets ``func`` (its work, returning an exit
+code); each imports at module level what its work needs, some of it heavy (numpy, Docker,
+testinfra). The command line imports only the module of the command it runs and lists the others
+by their line here, ``HELP`` (a new command adds its line).
+"""
+
+HELP = {
+    "bench": "measure this load generator against sysbench (and the checker's speed)",
+    "check": "check a recorded history file and print the verdict as JSON",
+    "events": "parse an NDB cluster/data node log or a mariadbd error log into JSON events",
+    "export": "write a transactional run in Jepsen/Elle's history format",
+    "fault": "apply a fault to a running cluster (and leave it), or heal all",
+    "gate": "judge a finished run's results against a gate file",
+    "lab": "start or remove the inventory lab (eight ssh hosts running MySQL Cluster)",
+    "reap": "remove containers and networks a killed run left behind",
+    "setup": "install what scenario runs need: Docker engine, Compose v2, native driver, images",
+    "status": "node states and active faults of a running cluster",
+    "summary": "one table of what each scenario of a run measured",
+}

@@ -11,6 +11,7 @@ from ..errors import UsageError
 from ..txn import CheckOptions, TxnFormatError, TxnHistory, check
 from ..txn.history import without_gc
 from ..txn.picture import cycle_svg
+from ._output import pretty
 
 
 def _names(text: str) -> tuple[str, ...]:
@@ -40,7 +41,6 @@ def run_txn(args) -> int:
     out = verdict.to_json()
     if args.directory:
         write_directory(Path(args.directory), verdict)
-    from .check import pretty
     sys.stdout.write((json.dumps(out, separators=(",", ":")) if args.compact else pretty(out)) + "\n")
     sys.stdout.flush()
     if not args.quiet:

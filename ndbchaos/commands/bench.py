@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import signal
 
+from ..bench.config import TESTS, BenchConfig
+from ..bench.load import run_bench
+from ..errors import UsageError
+from . import HELP
+
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "bench", help="measure this load generator against sysbench (and the checker's speed)",
+        "bench", help=HELP["bench"],
         description="Starts the default Galera cluster (or reuses --project ID), then on one SQL node, at equal "
                     "concurrency and for equal windows, alternates our load generator and sysbench on the same "
                     "statements: oltp_point_select, and oltp_update_non_index (UPDATE sbtest1 SET c=? WHERE id=?, "
@@ -40,9 +45,6 @@ def _sigterm(signum, frame):
 
 
 def run(args) -> int:
-    from ..bench.config import TESTS, BenchConfig
-    from ..bench.load import run_bench
-    from ..errors import UsageError
     tests = tuple(t.strip() for t in args.tests.split(",") if t.strip())
     bad = [t for t in tests if t not in TESTS]
     if bad or not tests:

@@ -13,12 +13,18 @@ from __future__ import annotations
 import json
 import sys
 
+from ..checks import check_history, check_run
+from ..checks.frame import WindowError, parse_windows
 from ..errors import UsageError
+from ..history import History, HistoryFormatError
+from . import HELP
+from ._output import pretty
+from ._txncheck import run_txn
 
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "check", help="check a recorded history file and print the verdict as JSON",
+        "check", help=HELP["check"],
         description="Reads a history (JSON Lines, plain or gzip, or the columnar format, detected by "
                     "its first bytes; docs/history-format.md), runs every "
                     "checker relevant to its workload and prints the composed verdict as JSON on stdout "
@@ -72,7 +78,6 @@ def load_windows(path: str):
     except (ValueError, UnicodeDecodeError) as e:
         line = getattr(e, "lineno", None)
         raise UsageError(f"{path}:{line or 1}: not JSON: {e}") from None
-    from ..checks.frame import WindowError, parse_windows
     try:
         return [w.to_json() for w in parse_windows(data)]
     except WindowError as e:
@@ -81,10 +86,7 @@ def load_windows(path: str):
 
 def run(args) -> int:
     if args.model:
-        from ._txncheck import run_txn
         return run_txn(args)
-    from ..checks import check_history, check_run
-    from ..history import History, HistoryFormatError
 
     if not args.bucket_ms > 0:
         raise UsageError("--bucket-ms must be positive")
@@ -118,18 +120,3 @@ def run(args) -> int:
         for line in verdict["summary"]:
             print(f"  {line}", file=sys.stderr)
     return 0 if verdict["valid"] is True else 1
-
-
-def pretty(obj, indent: int = 2, _level: int = 0) -> str:
-    """JSON with nested objects indented but lists of scalars kept on one line."""
-    pad, inner = " " * (indent * _level), " " * (indent * (_level + 1))
-    if isinstance(obj, dict):
-        if not obj:
-            return "{}"
-        items = [f"{inner}{json.dumps(str(k))}: {pretty(v, indent, _level + 1)}" for k, v in obj.items()]
-        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
-    if isinstance(obj, (list, tuple)):
-        if all(not isinstance(x, (dict, list, tuple)) for x in obj):
-            return json.dumps(list(obj), separators=(", ", ": "))
-        return "[\n" + ",\n".join(inner + pretty(x, indent, _level + 1) for x in obj) + "\n" + pad + "]"
-    return json.dumps(obj)

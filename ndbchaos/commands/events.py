@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import sys
 
+from .. import events
+from ..errors import UsageError
+from . import HELP
+
 
 def register(sub) -> None:
     p = sub.add_parser(
-        "events", help="parse an NDB cluster/data node log or a mariadbd error log into JSON events",
+        "events", help=HELP["events"],
         description="Reads a log file and prints one JSON object per recognised event: "
                     '{"time", "reporter", "node", "kind", ...}. --engine ndb reads the ndb_mgmd cluster '
                     "log (ndb_<id>_cluster.log), a data node log (ndb_<id>_out.log or the container "
@@ -25,8 +29,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from .. import events
-    from ..errors import UsageError
 
     engine = (args.engine or "").strip().lower()
     if engine not in events.ENGINES:

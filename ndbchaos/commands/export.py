@@ -15,10 +15,13 @@ from __future__ import annotations
 import sys
 
 from ..errors import UsageError
+from ..history import History, HistoryFormatError
+from ..txn import TxnFormatError, TxnHistory
+from . import HELP
 
 
 def register(sub) -> None:
-    p = sub.add_parser("export", help="write a transactional run in Jepsen/Elle's history format",
+    p = sub.add_parser("export", help=HELP["export"],
                        description=__doc__.split("\n\n")[0])
     p.add_argument("run", metavar="RUN", help="a run of a transactional workload (.jsonl, .jsonl.gz or .nch)")
     p.add_argument("--format", choices=("elle",), default="elle", help="the history format (Jepsen/Elle's)")
@@ -29,8 +32,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..history import History, HistoryFormatError
-    from ..txn import TxnFormatError, TxnHistory
     try:
         history = History.read(args.run)
         txns = TxnHistory.from_history(history)

@@ -16,7 +16,15 @@ import json
 import os
 import sys
 
+from ..errors import UsageError
+from ..faults import netem as NE
+from ..faults import network as N
+from ..faults import node as ND
+from ..faults import state
 from ..faults import targets as TG
+from ..faults import toxiproxy as TX
+from ..faults.base import FaultUnsupported
+from . import HELP
 
 KINDS = {}
 
@@ -29,7 +37,7 @@ def _kind(name, help, **kw):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("fault", help="apply a fault to a running cluster (and leave it), or heal all",
+    p = sub.add_parser("fault", help=HELP["fault"],
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--project", default=os.environ.get("NDBCHAOS_PROJECT"),
@@ -103,10 +111,6 @@ def register(sub) -> None:
 
 
 def _build(args, cluster):
-    from ..faults import network as N
-    from ..faults import node as ND
-    from ..faults import netem as NE
-    from ..faults import toxiproxy as TX
 
     k = args.kind
     t = getattr(args, "target", None)
@@ -158,9 +162,6 @@ def _build(args, cluster):
 
 
 def run(args) -> int:
-    from ..errors import UsageError
-    from ..faults import state
-    from ..faults.base import FaultUnsupported
 
     if not args.kind:
         args._parser.print_help()

@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..gate import GATE_FAILED, evaluate, load, table
+from ..gate.results import load_baseline, load_runs
+from . import HELP
+
 
 def register(sub) -> None:
-    p = sub.add_parser("gate", help="judge a finished run's results against a gate file",
+    p = sub.add_parser("gate", help=HELP["gate"],
                        description="Evaluates every objective of a gate file (TOML, docs/gate.md) on the run "
                                    "records a run left in its results folder, prints one table and exits 6 "
                                    "when the gate fails.")
@@ -29,8 +33,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..gate import GATE_FAILED, evaluate, load, table
-    from ..gate.results import load_baseline, load_runs
 
     gate = load(args.gate)
     runs = load_runs(args.results)

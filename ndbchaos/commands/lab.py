@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from ..inventory import lab
+from . import HELP
+
 
 def register(sub) -> None:
-    p = sub.add_parser("lab", help="start or remove the inventory lab (eight ssh hosts running MySQL Cluster)",
+    p = sub.add_parser("lab", help=HELP["lab"],
                        description="up: build the ndbhost image if missing, start eight hosts running sshd on "
                                    "10.213.78.0/24 and start the cluster of the inventory on them over ssh "
                                    "(needs NDBCHAOS_NDB_DIST). down: remove the hosts. See docs/inventory.md.")
@@ -16,7 +19,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..inventory import lab
     if args.action == "down":
         removed = lab.down()
         print("\n".join(f"removed {r}" for r in removed) or "nothing to remove")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from ..cluster import reap
+from ..inventory import load_inventory, reap_inventory
+from ..runtime import docker_client
+from . import HELP
+
 
 def register(sub) -> None:
-    p = sub.add_parser("reap", help="remove containers and networks a killed run left behind",
+    p = sub.add_parser("reap", help=HELP["reap"],
                        description="Removes every container and network labelled ndbchaos.project "
                                    "(or only those of --project ID) and says what it removed. "
                                    "Nothing without the label is touched.")
@@ -17,7 +22,6 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.inventory:
-        from ..inventory import load_inventory, reap_inventory
         inv = load_inventory(args.inventory)
         lines = reap_inventory(inv)
         for ln in lines:
@@ -25,8 +29,6 @@ def run(args) -> int:
         if not lines:
             print(f"nothing left on the hosts of {args.inventory}")
         return 1 if any("unreachable" in ln for ln in lines) else 0
-    from ..cluster import reap
-    from ..runtime import docker_client
     docker_client()
     removed = reap(args.project)
     for r in removed:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 
+from ..provision import ALLURE_VERSION, COMPOSE_VERSION, setup
+from . import HELP
+
 
 def register(sub) -> None:
-    from ..provision import ALLURE_VERSION, COMPOSE_VERSION
     p = sub.add_parser(
-        "setup", help="install what scenario runs need: Docker engine, Compose v2, native driver, images",
+        "setup", help=HELP["setup"],
         description="Checks each step and does only what is missing (a second run does nothing): "
                     "the Docker engine (as root on Debian/Ubuntu: apt-get install docker.io, start dockerd); "
                     f"Compose v2 (docker compose, or built once from the Go module proxy, {COMPOSE_VERSION}); "
@@ -28,5 +30,4 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..provision import setup
     return setup(allure=args.allure)

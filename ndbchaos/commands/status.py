@@ -6,9 +6,13 @@ from __future__ import annotations
 import json
 import os
 
+from ..faults import state
+from ..runtime import docker_client
+from . import HELP
+
 
 def register(sub) -> None:
-    p = sub.add_parser("status", help="node states and active faults of a running cluster",
+    p = sub.add_parser("status", help=HELP["status"],
                        description="Shows each node's container and engine state and every fault "
                                    "in effect (our iptables chains, netem qdiscs, paused or stopped "
                                    "containers, toxics, leftover helpers). Without --project: the "
@@ -22,8 +26,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..faults import state
-    from ..runtime import docker_client
 
     docker_client()
     if not args.project:

@@ -15,12 +15,13 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..report.results import attachments, read_results
+from . import HELP
 
 TIMES = ("fault applied", "detection", "shut down", "stopped serving", "recovery")
 
 
 def register(sub) -> None:
-    p = sub.add_parser("summary", help="one table of what each scenario of a run measured",
+    p = sub.add_parser("summary", help=HELP["summary"],
                        description="Reads a run's Allure results and prints what each scenario measured: "
                                    "times with bounds, outage per SQL node, client errors by class and code, "
                                    "lost writes. Markdown by default.")

@@ -28,9 +28,9 @@ from ..errors import UsageError
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective
 from .targets import sql
-from .toxiproxy_server import (API_PORT, IMAGE_ENV, OVERLAY, SLOT_BASE, SLOTS, TOXIC_PREFIX, ToxiproxyAPI, ToxiproxyError,
-                               api, ensure_image, image, proxy_container, proxy_ports, proxy_specs, setup, slots,
-                               sql_nodes, with_toxiproxy)
+from .toxiproxy_server import (API_PORT, IMAGE_ENV, OVERLAY, SLOT_BASE, SLOTS, TOXIC_PREFIX, ToxiproxyAPI,
+                               ToxiproxyError, api, ensure_image, image, proxy_container, proxy_ports, proxy_specs,
+                               setup, slots, sql_nodes, with_toxiproxy)
 from .toxiproxy_server import _same as _same  # re-exported: the unit tests check it here
 
 # -- probing through a proxy --------------------------------------------------------------------------
