@@ -29,7 +29,9 @@ import tracemalloc
 
 import numpy as np
 
+from ..checks import check_history
 from ..history import Columns, ErrorInfo, History, Recorder, _Ints
+from ..history.columnar import MAGIC, chunk_blocks, end_block, header_block
 
 
 def synthetic_ledger(n_ops: int = 1_000_000, processes: int = 32, rate: float = 10_000.0,
@@ -167,7 +169,6 @@ def bench_checker(n_ops: int = 1_000_000, record: bool = True) -> dict:
     Returns ``check_s`` (wall seconds of ``check_history``, best of two), ``check_peak_mb``
     (tracemalloc peak during a third, traced run), the verdict's headline, and with ``record``
     the ``Recorder.record`` cost in ns/op (measured first, on a small heap)."""
-    from ..checks import check_history
     out_record = bench_record() if record else {}
     t0 = time.perf_counter()
     h, windows = synthetic_ledger(n_ops)
@@ -245,8 +246,6 @@ def bench_spools(n_ops: int = 1_000_000, parts: int = 4, directory: str | None =
     (chunks of 65,536 ops, as worker appenders write them), read back with
     ``History.read_parts`` (merged and sorted) and checked. Seconds, and the resident high-water
     mark (VmHWM) of reading + checking."""
-    from ..checks import check_history
-    from ..history.columnar import MAGIC, chunk_blocks, end_block, header_block
     h, windows = synthetic_ledger(n_ops)
     c = h.cols
     proc = np.frombuffer(c.process, dtype=np.int32)

@@ -27,8 +27,15 @@ import os
 import statistics
 import time
 
+from ..clock import RunClock
+from ..cluster import ComposeCluster
+from ..engines import get_engine
 from ..errors import NdbChaosError, UsageError
 from ..waiting import wait_until
+from ..workload import get_workload
+from ..workload.native import library_path, supported
+from ..workload.runner import ClientOptions, Endpoint, WorkloadRunner
+from .checker import bench_checker
 from .config import TESTS, BenchConfig, Sample, ab_split, bench_cores, split_threads
 from .meter import Counters, Meter, container_pids, docker_proxy_pids, loadavg
 from .sysbench import ensure_sysbench, run_sysbench, sysbench_version
@@ -39,9 +46,6 @@ log = logging.getLogger("ndbchaos")
 
 def run_ours(test: str, ep, cfg: BenchConfig, counters: Counters, server_pids: dict, record: bool,
              seconds: float, seed: int = 0, params: dict | None = None) -> Sample:
-    from ..clock import RunClock
-    from ..workload import get_workload
-    from ..workload.runner import ClientOptions, WorkloadRunner
     _sb, wl_name, counter = TESTS[test]
     procs, conns = split_threads(cfg.threads, cfg.processes, bench_cores(cfg))
     wl = get_workload(wl_name, **{"table_size": cfg.table_size, "create": False, **(params or {})})
@@ -89,9 +93,6 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
     counts every statement in the window; the recording half's own history says how many were
     its own; the rest are the other half's. ``rate`` is the non-recording half's statements/s,
     scaled to all connections; ``client_rate`` the recording half's, scaled the same way."""
-    from ..clock import RunClock
-    from ..workload import get_workload
-    from ..workload.runner import ClientOptions, WorkloadRunner
     _sb, wl_name, counter = TESTS[test]
     split = ab_split(cfg.threads, cfg.processes, bench_cores(cfg))
     if split is None:
@@ -144,8 +145,6 @@ def run_recording_ab(test: str, ep, cfg: BenchConfig, counters: Counters, server
 
 def _driver_line(cfg: BenchConfig, out) -> str:
     """Say which client driver our runs use (the native one falls back to Python, with why)."""
-    from ..workload import get_workload
-    from ..workload.native import library_path, supported
     if cfg.driver == "python":
         out("bench: our client: the Python driver (mysql-connector's C extension through fastsql)")
         return "python"
@@ -174,10 +173,6 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
     """Run the whole bench; print progress and the figures through ``out``; return them."""
     import mysql.connector
 
-    from ..cluster import Cluster
-    from ..engines import get_engine
-    from ..workload import get_workload
-    from ..workload.runner import Endpoint
 
     if cfg.seconds <= 0 or cfg.rounds < 1:
         raise UsageError("--seconds must be positive and --rounds at least 1")
@@ -189,7 +184,7 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
     cfg.driver = _driver_line(cfg, out)
     procs, conns = split_threads(cfg.threads, cfg.processes, bench_cores(cfg))
     results: dict = {"config": cfg.__dict__.copy(), "samples": []}
-    cluster = Cluster(get_engine("galera"), {"keep": cfg.keep}, project=cfg.project)
+    cluster = ComposeCluster(get_engine("galera"), {"keep": cfg.keep}, project=cfg.project)
     reused = bool(cfg.project)
     counters = None
     try:
@@ -208,8 +203,6 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
             f"(ours: {procs} process(es) x {conns} thread(s)); {cfg.seconds:g} s windows, {cfg.rounds} round(s), "
             f"warm-up {cfg.warmup:g} s; sbtest1 with {cfg.table_size} rows")
         # the table, identical to sysbench's (explicit ids 1..table_size)
-        from ..clock import RunClock
-        from ..workload.runner import WorkloadRunner
         WorkloadRunner(get_workload("oltp", table_size=cfg.table_size), [ep], RunClock()).setup(ep, "InnoDB")
         counters = Counters(ep.port)
         server = {"server": container_pids(cluster.project)}
@@ -339,11 +332,6 @@ def summarize(samples: list[Sample], tests) -> dict:
 
 
 def checker_figure(n_ops: int, out=print) -> dict | None:
-    try:
-        from .checker import bench_checker
-    except ImportError as e:
-        out(f"checker_{n_ops}_ops: not measured (ndbchaos.bench.checker is not available: {e})")
-        return None
     res = bench_checker(n_ops)
     out(f"checker_{n_ops}_ops seconds={res.get('check_s')} peak_mb={res.get('check_peak_mb')} "
         f"(tracemalloc peak; resident peak {res.get('rss_peak_during_check_mb')} MB; "

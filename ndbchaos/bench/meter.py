@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 import time
 
+from .. import runtime
+from ..sqlconn import connect
+
 COUNTERS = ("Com_select", "Com_update", "Questions")
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -47,7 +50,6 @@ def docker_proxy_pids(port: int) -> list[int]:
 
 
 def container_pids(project: str) -> list[int]:
-    from .. import runtime
     pids = []
     for c in runtime.project_containers(project):
         try:
@@ -71,7 +73,6 @@ class Counters:
     """Reads the SQL node's statement counters over one connection of its own."""
 
     def __init__(self, port: int):
-        from ..sqlconn import connect
         self.conn = connect(port, "chaos", "chaos", "ndbchaos", read_timeout=30, write_timeout=30)
         self.sql = ("SHOW GLOBAL STATUS WHERE Variable_name IN ("
                     + ",".join(f"'{c}'" for c in COUNTERS) + ")")

@@ -14,6 +14,8 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .plot import memory_png, timeline_png
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..handle import ClusterHandle
 
@@ -118,7 +120,6 @@ def attach_result(run, result) -> None:
     """A finished scenario run: description, timeline, verdict and the evidence."""
     if not allure:
         return
-    from .plot import timeline_png
     describe(f"{(run.title + chr(10) * 2) if run.title else ''}engine **{run.cluster.engine.name}**, project "
              f"`{run.cluster.project}`, seed {run.seed}, {len(result.history)} operations",
              run.measurements, result.verdict)
@@ -176,7 +177,6 @@ def faults_table(verdict: dict) -> str:
 
 def attach_soak(run, result) -> None:
     """A soak's own evidence: the schedule as played, each fault's verdict, resident memory."""
-    from .plot import memory_png
     attach_text(faults_table(result.verdict), "faults")
     attach_json(run.soak, "soak schedule")
     attach_json(run.memory, "memory samples")
