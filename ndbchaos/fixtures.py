@@ -1,0 +1,278 @@
+"""What the pytest plugin's fixtures and hooks do (``ndbchaos.pytest_plugin`` holds only the
+options, the markers and thin fixtures that call here): the session cluster on either runtime,
+its reset before each test and its teardown, scenario runs, playing a scenario or a soak and
+asserting its verdict, the gate, the trend and the Allure metadata.
+
+The plugin imports this module the first time a session needs it (a fixture, a Docker-marked
+test, a gate file, an Allure results folder), never while pytest loads the plugin: a project that
+installs ndbchaos loads the plugin in every pytest session, and this module brings numpy, the
+MySQL connector, Allure and Docker's client. ``state`` is the plugin's session state (the
+cluster, the engine's reason, each scenario's terminal line).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from .cluster import ComposeCluster
+from .driver import play as drive
+from .engines import get_engine
+from .engines.choose import resolve_engine
+from .errors import NdbChaosError, UsageError
+from .families import FAMILIES
+from .faults.toxiproxy import with_toxiproxy
+from .gate import load as load_gate
+from .gate.evaluate import Run, measure
+from .gate.pytest_gate import NAME as GATE_PLUGIN, GatePlugin
+from .handle import ClusterHandle, ComposeProject
+from .inventory import InventoryCluster, load_inventory
+from .report import allure as report
+from .report import trend
+from .report.allure import write_results_metadata
+from .report.terminal import scenario_line
+from .runtime import docker_available
+from .scenario import ScenarioRun
+from .soak import SOAK_S, menu_on, play_soak
+from .workload.contract import ClientOptions
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def say(config, line: str) -> None:
+    """A line for the person running the tests, shown at once even while output is captured."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    ctx = capman.global_and_fixture_disabled() if capman else None
+    if ctx is None:
+        sys.stderr.write(line + "\n")
+        return
+    with ctx:
+        sys.stderr.write("\n" + line + "\n")
+        sys.stderr.flush()
+
+
+def require_docker() -> None:
+    ok, why = docker_available()
+    if ok:
+        return
+    if in_ci():
+        pytest.fail(f"Docker is required under CI=true: {why}", pytrace=False)
+    pytest.skip(why)
+
+
+def gate_plugin(config, gate_file: str) -> None:
+    """Register the gate of ``--gate FILE``; a bad gate file stops the session here, before any
+    cluster starts."""
+    try:
+        plugin = GatePlugin(load_gate(gate_file), Path(config.getoption("--gate-out")),
+                            config.getoption("--gate-baseline"))
+    except NdbChaosError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.pluginmanager.register(plugin, GATE_PLUGIN)
+
+
+def _inventory_cluster(request, state: dict) -> InventoryCluster:
+    """The session cluster of ``--inventory FILE``: verified against its hosts, never started."""
+    opt = request.config.getoption
+    try:
+        inv = load_inventory(opt("--inventory"))
+        engine_name = inv.engine if opt("--engine") == "auto" else opt("--engine")
+        cluster = InventoryCluster(get_engine(engine_name), inv, {"keep": True, "seed": opt("--seed")})
+    except NdbChaosError as e:
+        pytest.exit(f"ndbchaos: {e}", returncode=2)
+    reason = f"inventory {inv.path}: {len(inv.nodes)} nodes on {len(inv.hosts)} hosts"
+    state["cluster"] = state["last_cluster"] = cluster
+    state["engine_reason"] = reason
+    say(request.config, f"ndbchaos: engine {engine_name} ({reason}); run label {cluster.project}")
+    try:
+        cluster.up()
+    except UsageError as e:  # a bad inventory: one line, before any fault, and nothing else runs
+        state.pop("cluster", None)
+        pytest.exit(f"ndbchaos: {e}", returncode=2)
+    except NdbChaosError as e:
+        pytest.fail(f"cluster is not healthy: {e}", pytrace=False)
+    return cluster
+
+
+def chaos_cluster(request, state: dict):
+    """The session cluster (the ``chaos_cluster`` fixture): an inventory's, verified and attached, or a
+    Compose project started here (or found with ``--project``); torn down after the session."""
+    if request.config.getoption("--inventory"):
+        yield _inventory_cluster(request, state)
+        teardown_cluster(request.config, state)
+        return
+    require_docker()
+    opt = request.config.getoption
+    try:
+        engine_name, reason = resolve_engine(opt("--engine"))
+    except NdbChaosError as e:
+        # The engine asked for is not available: nothing in this session can run, say it once.
+        pytest.exit(f"ndbchaos: {e}", returncode=2)
+    gate = request.config.pluginmanager.get_plugin("ndbchaos-gate")
+    if gate is not None:
+        gate.engine = engine_name  # scenarios for other engines only are not expected of this session
+    options = {"galera_data_nodes": opt("--galera-data-nodes"), "keep": opt("--keep-cluster"),
+               "seed": opt("--seed")}
+    if not opt("--no-toxiproxy"):
+        try:
+            options = with_toxiproxy(options)  # client-path faults in the same session
+        except NdbChaosError as e:
+            pytest.fail(str(e), pytrace=False)
+    engine = get_engine(engine_name)
+    if not opt("--project"):
+        try:
+            # Images first (NDB: built from NDBCHAOS_NDB_DIST when needed): a distribution that
+            # cannot be used ends the session with one line, before any container starts.
+            engine.ensure_images(options)
+        except NdbChaosError as e:
+            pytest.exit(f"ndbchaos: {e}", returncode=2)
+    cluster = ComposeCluster(engine, options, project=opt("--project"))
+    state["cluster"] = state["last_cluster"] = cluster
+    state["engine_reason"] = reason
+    say(request.config, f"ndbchaos: engine {engine_name} ({reason}); project {cluster.project}")
+    try:
+        if opt("--project"):
+            cluster.discover()
+            cluster.wait_healthy(60)
+        else:
+            cluster.up()
+    except NdbChaosError as e:
+        pytest.fail(f"cluster did not start: {e}", pytrace=False)
+    yield cluster
+    teardown_cluster(request.config, state)
+
+
+def teardown_cluster(config, state: dict) -> None:
+    cluster: ClusterHandle | None = state.pop("cluster", None)
+    if cluster is None:
+        return
+    if not isinstance(cluster, ComposeProject):  # an inventory's: healed and left running, as healthy as found
+        try:
+            cluster.down()
+            say(config, f"ndbchaos: cluster left running and healthy: {cluster.project}")
+        except Exception as e:
+            say(config, f"ndbchaos: the cluster {cluster.project} is NOT back to healthy at session end: {e}")
+        return
+    problems = cluster.heal_all()
+    if problems:
+        say(config, f"ndbchaos: heal problems at session end: {problems}")
+    if config.getoption("--keep-cluster") or config.getoption("--project"):
+        say(config, f"ndbchaos: cluster kept: project {cluster.project}")
+        return
+    cluster.down()
+
+
+def reset_for_test(chaos_cluster: ClusterHandle) -> ClusterHandle:
+    """The session cluster, healthy at the start of the test (the ``cluster`` fixture)."""
+    try:
+        st = chaos_cluster.status()
+        if not st.healthy or chaos_cluster.journal.open_faults():
+            chaos_cluster.reset()
+    except NdbChaosError as e:
+        pytest.fail(f"cluster could not be reset to healthy: {e}", pytrace=False)
+    return chaos_cluster
+
+
+def scenario_run(cluster: ClusterHandle, request):
+    """Factory of ScenarioRun bound to the session cluster; every run is closed on every path out."""
+    opt = request.config.getoption
+    runs = []
+    report.labels(cluster.engine.name, [m.name for m in request.node.iter_markers() if m.name in FAMILIES])
+
+    def make(workload: str = "ledger", **kw) -> ScenarioRun:
+        kw.setdefault("processes", opt("--load-processes"))
+        kw.setdefault("connections", opt("--load-connections"))
+        kw.setdefault("seed", opt("--seed"))
+        run = ScenarioRun(cluster, workload, **kw)
+        runs.append(run)
+        return run
+
+    yield make
+    for run in runs:
+        run.close()
+
+
+def play(cluster: ClusterHandle, scenario_run, request, state: dict):
+    """Play a scenario declaration (``ndbchaos.driver.Scenario``) and assert its verdict: every
+    judgement of the run (durability, availability, errors, the engine's expectation) is in it,
+    one line per checker in the failure message."""
+
+    def _play(sc):
+        why_not = sc.why_not_on(cluster)
+        if why_not:
+            pytest.skip(why_not)
+        client = None
+        if sc.failover:
+            client = ClientOptions(failover=True)
+        shape = {} if sc.clients is None else {"processes": sc.clients, "connections": 1}
+        run = scenario_run(sc.workload, workload_params=dict(sc.workload_params), title=sc.title,
+                           via_proxy=sc.route(cluster), client=client, **shape)
+        if request.node.get_closest_marker(sc.family) is None:  # e.g. a txn scenario: its fault's family
+            report.labels(cluster.engine.name, [sc.family])
+        run.scenario = {"name": sc.name, "family": sc.family, "test": request.node.name,
+                        "nodeid": request.node.nodeid, "markers": [m.name for m in request.node.iter_markers()]}
+        return _judged(request, cluster, drive(run, sc), run, state)
+    return _play
+
+
+def soak(cluster: ClusterHandle, scenario_run, request, state: dict):
+    """Play a soak declaration (``ndbchaos.soak.Soak``) for ``--soak-duration`` seconds and assert
+    its verdict: the whole history and every fault of the schedule on its own span."""
+
+    def _soak(sk):
+        try:
+            menu = menu_on(sk, cluster)
+        except UsageError as e:
+            pytest.skip(str(e))
+        # the clients' route as the menu needs it here (a client-path fault reaches only clients
+        # that go through the proxies): the same decision play_soak checks and schedules from
+        run = scenario_run(sk.workload, title=sk.title, via_proxy=menu.via_proxy)
+        run.scenario = {"name": sk.name, "family": "soak", "test": request.node.name,
+                        "nodeid": request.node.nodeid, "markers": [m.name for m in request.node.iter_markers()]}
+        duration = request.config.getoption("--soak-duration") or SOAK_S
+        return _judged(request, cluster, play_soak(run, sk, duration), run, state)
+    return _soak
+
+
+def _judged(request, cluster: ClusterHandle, res, run, state: dict):
+    """A finished run: its gate rows and trend in the report, its line for the terminal, then its
+    verdict asserted."""
+    name = (run.scenario or {}).get("name") or request.node.name
+    state.setdefault("lines", {})[request.node.nodeid] = scenario_line(name, run.measurements, res.verdict)
+    gate = request.config.pluginmanager.get_plugin("ndbchaos-gate")
+    if gate is not None:
+        rows, text = gate.add(request.node, res.history, res.verdict)
+        report.attach_text(text, "gate")
+        report.attach_json(rows, "gate rows")
+    _trend(request, cluster.engine.name, res)
+    assert res.verdict["valid"] is True, "\n".join(res.verdict["summary"])
+    return res
+
+
+def _trend(request, engine: str, res) -> None:
+    """This run's headline figures appended to the trend file; the scenario's last runs drawn."""
+    path = Path(request.config.getoption("--trends"))
+    if not path.is_absolute():
+        path = Path(request.config.rootpath) / path
+    test = request.node.name
+    try:
+        figures = measure(Run(test, [], res.history), res.verdict)
+        entries = trend.previous(path, test, engine) + [trend.append(path, test, engine, figures)]
+        png = trend.trend_png(entries, f"{test} on {engine}: the last {len(entries)} runs")
+        if png:
+            report.attach_png(png, "trend")
+    except OSError as e:  # the trend is a convenience: a read-only folder must not fail a scenario
+        say(request.config, f"ndbchaos: trend not recorded ({e})")
+
+
+def session_finish(session, state: dict) -> None:
+    """Heal anything still open; write the Allure environment, categories and executor."""
+    teardown_cluster(session.config, state)
+    alluredir = getattr(session.config.option, "allure_report_dir", None)
+    if alluredir:
+        write_results_metadata(Path(alluredir), state.get("engine_reason", ""), state.get("last_cluster"), in_ci())
