@@ -297,3 +297,27 @@ def test_check_cli_malformed_columnar_prints_one_line_and_exits_2(tmp_path, caps
     lines = err.strip().splitlines()
     assert len(lines) == 1 and f"{p}:offset " in lines[0] and "truncated" in lines[0]
     assert "Traceback" not in err
+
+
+def test_a_run_judged_live_and_from_its_saved_file_sees_the_same_times(tmp_path):
+    """The live history (worker spools merged, a final read added) holds times to the
+    microsecond, as its saved JSONL does: latencies computed from either are the same, so a
+    percentile on an HdrHistogram bucket's edge cannot move between the live and the offline
+    verdict."""
+    from ndbchaos.checks import check_run as check
+
+    w = HistoryAppender(tmp_path / "w0.nch", "ledger", {})
+    rec = Recorder()
+    for i in range(400):
+        start = 1.0 + i * 0.01 + 0.4e-6  # sub-microsecond parts that rounding moves
+        lat = (9183.6 if i % 2 else 9183.4) * 1e-6  # 9184 us vs 9183 us: two buckets apart
+        rec.record(i % 4, "insert", i, "ok", start, start + lat, "sql1", None)
+    w.append(rec)
+    w.close()
+    live = History.read_parts([tmp_path / "w0.nch"])
+    live.add(FINAL_PROCESS, "read", list(range(400)), "ok", 9.1234564, 9.2345675, "sql1")
+    saved = tmp_path / "run.jsonl"
+    live.write_jsonl(saved)
+    again = History.read(saved)
+    assert [(op.start, op.end) for op in live] == [(op.start, op.end) for op in again]
+    assert check(live)["checks"]["latency"] == check(again)["checks"]["latency"]
