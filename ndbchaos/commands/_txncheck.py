@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
+from ..history.core import without_gc
 from ..txn import CheckOptions, TxnFormatError, TxnHistory, check
-from ..txn.history import without_gc
 from ..txn.picture import cycle_svg
 from ._output import pretty
 
@@ -32,7 +32,7 @@ def run_txn(args) -> int:
     if args.windows:
         raise UsageError("--windows is for runs of ours, not for transactional histories")
     opts = options(args)
-    with without_gc():
+    with without_gc(freeze=True):  # a one-shot process: what it built is never scanned again
         try:
             history = TxnHistory.read(args.history)
         except TxnFormatError as e:
