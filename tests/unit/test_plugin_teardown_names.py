@@ -36,3 +36,11 @@ def test_a_plain_fixture_and_foreign_fixtures():
     other = FixtureDef("tmp_path", [lambda: None])
     _setup(other)
     assert other._finalizers[0].__name__ == "<lambda>"
+
+
+def test_the_catalogues_parameters_are_named_too():
+    # a directly parametrized argument's only finalizer is pytest's own
+    for arg in ("sc", "sk"):
+        fd = FixtureDef(arg, [lambda: None])
+        _setup(fd)
+        assert [f.__name__ for f in fd._finalizers] == [P.TEARDOWNS[arg]]
