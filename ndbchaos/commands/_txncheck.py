@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from ..errors import UsageError
-from ..history.core import without_gc
+from ..history.interchange import without_gc
 from ..txn import CheckOptions, TxnFormatError, TxnHistory, check
 from ..txn.picture import cycle_svg
 from ._output import pretty

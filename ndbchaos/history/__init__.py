@@ -21,11 +21,13 @@ The package:
 * ``model``: the type and error-class codes, ``ErrorInfo``, ``Op``, ``HistoryFormatError``;
 * ``columns``: ``Columns``, the typed column storage shared by recorders and histories;
 * ``recorder``: ``Recorder``, the per-thread recorder on the hot path;
-* ``core``: ``History``: the merge of a run's recorders, its order, header and file format;
+* ``core``: ``History``: the merge of a run's recorders, its order, header and files;
+* ``interchange``: writing a history's ops as JSON Lines, reading a file's back into columns;
 * ``jsonl``: reading the interchange format in chunks of whole lines, checking each op and value
   shape line by line;
-* ``scan``: decoding a chunk's lines column by column (numpy) when they have the shape ``dump``
-  writes, the others one by one; a chunk with anything wrong goes line by line;
+* ``loader``: a chunk's lines into the columns: those in the shape ``dump`` writes column by
+  column (``scan``: numpy passes over the chunk), the others one by one (a long id list by
+  ``idlists``); a chunk with anything wrong goes line by line;
 * ``columnar``: the columnar file (raw column chunks) and ``HistoryAppender``, which streams a
   worker's operations to such a file chunk by chunk.
 """

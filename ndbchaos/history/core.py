@@ -3,32 +3,17 @@ its header; writing and reading the interchange format (JSON Lines, optionally g
 
 from __future__ import annotations
 
-import gc
 import gzip
 import io
-import json
-import struct
 from array import array
-from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from .columns import Columns, _Ints, _IntsRef
-from .columnar import MAGIC
-from .jsonl import VALUE_VALIDATORS, _Source, _num, _parse_error, _parse_op, parse_header
-from .scan import ChunkLoader
-from .model import COLUMNAR_SUFFIX, FORMAT_VERSION, NO_INT, TYPE_CODE, ErrorInfo, HistoryFormatError, Op
-
-
-try:  # a C JSON parser, several times faster than json on long histories
-    import orjson as _orjson
-    _LOADS: tuple = (_orjson.loads, json.loads)
-except ImportError:  # pragma: no cover - orjson is a dependency
-    _LOADS = (json.loads,)
-
-
-_NUM_TYPES = {int, float}
+from .columnar import MAGIC, is_columnar, read_columnar, write_history
+from .columns import Columns
+from .interchange import dump_ops, read_ops
+from .model import COLUMNAR_SUFFIX, FORMAT_VERSION, ErrorInfo, HistoryFormatError, Op
 
 
 def _magic_prefix(path) -> bytes | None:
@@ -40,80 +25,6 @@ def _magic_prefix(path) -> bytes | None:
     except OSError:
         return None
     return head if len(head) < len(MAGIC) and MAGIC.startswith(head) else None
-_INT64_LIMIT = 2.0 ** 63
-
-
-def _any_big_float(parsed: list) -> bool:
-    """Whether any op's value holds a float as large as an integer beyond 64 bits."""
-    values = [d.get("value") for d in parsed if type(d) is dict]
-    return any(map(_big_float, [v for v in values if type(v) is not int]))
-
-
-def _big_float(v) -> bool:
-    """Whether a decoded value holds a float as large as an integer beyond 64 bits (which orjson
-    decodes to a float, json to an int)."""
-    t = type(v)
-    if t is float:
-        return abs(v) >= _INT64_LIMIT
-    if t is list:
-        return bool(v) and set(map(type, v)) != {int} and any(map(_big_float, v))
-    if t is dict:
-        return any(map(_big_float, v.values()))
-    return False
-
-
-def _fast_batch(cols: Columns, parsed: list, check_value) -> bool:
-    """Append a batch of decoded op lines column-wise, checking them with a few passes over
-    each column instead of per op. Returns False, appending nothing, at anything unusual (a
-    missing field, a wrong type, a bad value): the caller then takes the op-by-op path, which
-    names the line and the reason."""
-    try:
-        P = [d["process"] for d in parsed]
-        F = [d["f"] for d in parsed]
-        T = [d["type"] for d in parsed]
-        S = [d["start"] for d in parsed]
-        E = [d["end"] for d in parsed]
-        V = [d.get("value") for d in parsed]
-        N = [d.get("node") for d in parsed]
-        ER = [d.get("error") for d in parsed]
-    except (KeyError, TypeError, AttributeError):
-        return False
-    if (set(map(type, P)) != {int} or set(map(type, F)) != {str} or not set(T) <= TYPE_CODE.keys()
-            or not set(map(type, S)) | set(map(type, E)) <= _NUM_TYPES
-            or not set(map(type, N)) <= {str, type(None)}):
-        return False
-    try:
-        p = np.array(P, dtype=np.int64)
-        s, e = np.array(S, dtype=np.float64), np.array(E, dtype=np.float64)
-    except (OverflowError, ValueError):
-        return False
-    if (p.min() < -2**31 or p.max() >= 2**31 or not np.isfinite(s).all() or not np.isfinite(e).all()
-            or (e < s).any()):
-        return False
-    if ER.count(None) != len(ER):
-        try:
-            ER = [None if x is None else _parse_error(x) for x in ER]
-        except (TypeError, ValueError):
-            return False
-    if check_value is not None:
-        # every value that is not a plain int, and one op per (f, type) whose value is one
-        seen = set()
-        try:
-            for f_, t_, v in zip(F, T, V):
-                if type(v) is int:
-                    if (f_, t_) in seen:
-                        continue
-                    seen.add((f_, t_))
-                check_value(f_, t_, v)
-        except (TypeError, ValueError):
-            return False
-    try:
-        cols.extend_columns(P, F, V, T, S, E, N, ER)
-    except (KeyError, TypeError, ValueError, OverflowError, struct.error):
-        return False
-    return True
-
-
 def _in_order(start: np.ndarray, end: np.ndarray) -> bool:
     """Whether rows are already sorted by (end, start), checked in slices (little memory)."""
     step = 1 << 20
@@ -318,7 +229,6 @@ class History:
         if format is None:
             format = "columnar" if path.endswith(COLUMNAR_SUFFIX) else "jsonl"
         if format == "columnar":
-            from .columnar import write_history
             order = self.order()
             idx = np.frombuffer(order, dtype=np.int64 if order.itemsize == 8 else np.int32)
             identity = len(idx) == 0 or (idx[0] == 0 and idx[-1] == len(idx) - 1
@@ -334,7 +244,6 @@ class History:
         """Read a history file in either format, detected by its first bytes (columnar magic,
         gzip, else JSON Lines). ``torn="stop"``: a columnar file cut short (a spool whose writer
         died) is read up to its last complete chunk instead of being an error."""
-        from .columnar import is_columnar, read_columnar
         if torn not in ("error", "stop"):
             raise ValueError('torn must be "error" or "stop"')
         cut = _magic_prefix(path)  # None: not one; b"": an empty file
@@ -355,7 +264,6 @@ class History:
         file's header; every file must name the same workload. Spools cut short are read up to
         their last complete chunk (``torn="stop"``) unless ``torn="error"``. The result is
         sorted into completion order (``sort``)."""
-        from .columnar import read_columnar
         cols = Columns()
         first = None
         for p in paths:
@@ -386,35 +294,7 @@ class History:
                 self.dump(fh)
 
     def dump(self, fh: io.TextIOBase) -> None:
-        enc = json.JSONEncoder(separators=(",", ":")).encode
-        fh.write(enc(self.header()) + "\n")
-        c = self.cols
-        c.flush()
-        fjs = [enc(n) for n in c.f_names]
-        njs = [enc(n) for n in c.node_names] + ["null"]  # node -1 -> null
-        tjs = ['"ok"', '"fail"', '"info"']
-        process, f, type_, start, end, node, ival = c.process, c.f, c.type, c.start, c.end, c.node, c.ival
-        errno, objs, msgs = c.errno, c.objs, c.msgs
-        out = []
-        for i in self.order():
-            v = ival[i]
-            if v != NO_INT:
-                vs = str(v)
-            else:
-                o = objs.get(i)
-                if type(o) is _IntsRef:
-                    o = o.load()
-                vs = enc(o.tolist() if type(o) is _Ints else o)
-            if errno[i] == 0 and i not in msgs:
-                es = "null"
-            else:
-                es = enc(c.error(i).to_json())
-            out.append(f'{{"process":{process[i]},"f":{fjs[f[i]]},"value":{vs},"type":{tjs[type_[i]]},'
-                       f'"start":{_num(start[i])},"end":{_num(end[i])},"node":{njs[node[i]]},"error":{es}}}\n')
-            if len(out) >= 4096:
-                fh.write("".join(out))
-                out.clear()
-        fh.write("".join(out))
+        dump_ops(fh, self.header(), self.cols, self.order())
 
     @classmethod
     def read_jsonl(cls, path) -> "History":
@@ -436,34 +316,15 @@ class History:
 
     @classmethod
     def load(cls, fh, name: str = "<history>") -> "History":
-        """Read the interchange format from an open file (binary or text). The op lines are read
-        a chunk at a time (``scan``): those in the shape ``dump`` writes column by column, the
-        others with orjson; a chunk with anything wrong in it line by line, naming the line."""
-        src = _Source(fh, name)
-        first = src.header()
-        if first is None or not first.strip():
-            raise HistoryFormatError(f"{name}:1: empty file, expected a header line")
-        try:
-            head = json.loads(src.text(first, 1))
-        except ValueError as e:
-            raise HistoryFormatError(f"{name}:1: header is not JSON: {e}") from None
-        workload, params, run = parse_header(head, f"{name}:1")
-        h = cls(workload, params)
+        """Read the interchange format from an open file (binary or text): ``interchange.read_ops``,
+        then in completion order."""
+        workload, params, run, cols = read_ops(fh, name)
+        h = cls(workload, params, cols)
         h.run = run
-        check_value = VALUE_VALIDATORS.get(head["workload"])
-
-        def by_line(buf: bytes, first_lineno: int) -> int:
-            return _load_lines(h.cols, buf, first_lineno, src, check_value)
-        loader = ChunkLoader(h.cols, check_value, by_line, name)
-        with without_gc():  # few containers are built; the collector would only scan them
-            for buf in src.chunks():
-                src.lineno += loader.feed(buf, src.lineno + 1)
-                del buf  # the source reads into it again
         # Lines are written in completion order, but of times rounded to the microsecond: ties
         # may come out of order. In order, the checkers view the columns instead of copying them.
         h.sort()
         return h
-
 
 def _to_microseconds(cols: Columns) -> None:
     """Round start and end times to the microsecond in place: the precision a saved record keeps
@@ -476,83 +337,3 @@ def _to_microseconds(cols: Columns) -> None:
             v = np.frombuffer(a, dtype=np.float64)
             np.round(v, 6, out=v)
             del v  # release the view: the array may grow again
-
-
-@contextmanager
-def without_gc(freeze: bool = False):
-    """The cyclic garbage collector off while a history's objects are built (they hold no cycles;
-    its passes over millions of new containers would be most of the reading time), back as it was
-    afterwards. ``freeze``: what was built is moved out of the collector's sight (``gc.freeze``)
-    instead of scanned once more later; only for a process that ends after its check (the CLI),
-    since anything frozen is never collected again."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            if freeze:
-                gc.freeze()
-            gc.enable()
-
-
-def _load_lines(cols: Columns, buf: bytes, first_lineno: int, src: _Source, check_value) -> int:
-    """Append a chunk of op lines (buf, ending with a newline) in batches of 4096 lines: one
-    orjson parse per batch (json for a batch orjson cannot take exactly), then ``_fast_batch``;
-    op by op when that fails, naming the first bad line. Returns the number of lines."""
-    name = src.name
-    add = cols.append
-    lines = buf.split(b"\n")
-    lines.pop()  # after the last newline
-    for off in range(0, len(lines), 4096):
-        batch = lines[off:off + 4096]
-        first = first_lineno + off
-        parsed = None
-        joined = b"[" + b",".join(batch) + b"]"
-        for loads in _LOADS:  # one parse per batch: orjson, else (big ints, NaN ...) json
-            try:
-                parsed = loads(joined)
-            except ValueError:
-                continue
-            if loads is not json.loads and _any_big_float(parsed):
-                parsed = None
-                continue  # orjson turns integers beyond 64 bits into floats: json keeps them
-            if len(parsed) != len(batch):
-                parsed = None
-            break
-        del joined
-        linenos = None
-        if parsed is None:  # find the bad line (or skip blank lines) one by one
-            parsed, linenos = [], []
-            for k, line in enumerate(batch):
-                text = src.text(line, first + k)
-                if not text.strip():
-                    continue
-                try:
-                    parsed.append(json.loads(text))
-                except ValueError as e:
-                    raise HistoryFormatError(f"{name}:{first + k}: not JSON: {e}") from None
-                linenos.append(first + k)
-        if linenos is None and _fast_batch(cols, parsed, check_value):
-            continue
-        flat: list = []
-        try:
-            for k, d in enumerate(parsed):
-                row = _parse_op(d)
-                if check_value is not None:
-                    check_value(row[1], row[3], row[2])
-                flat += row
-            cols.extend_flat(flat)
-        except (KeyError, TypeError, ValueError, OverflowError, struct.error) as e:
-            err = e
-            if len(flat) == 8 * len(parsed):  # every op parsed: a storage limit was hit
-                k = 0
-                try:
-                    for k in range(len(parsed)):
-                        add(*flat[8 * k: 8 * k + 8])
-                except (KeyError, TypeError, ValueError, OverflowError) as e2:
-                    err = e2
-            lineno = linenos[k] if linenos is not None else first + k
-            what = f"missing field {err}" if isinstance(err, KeyError) else str(err)
-            raise HistoryFormatError(f"{name}:{lineno}: bad operation: {what}") from None
-    return len(lines)

@@ -18,6 +18,29 @@ def _num(x: float) -> str:
     return repr(r) if math.isfinite(r) else "null"
 
 
+
+_INT64_LIMIT = 2.0 ** 63
+
+
+def _any_big_float(parsed: list) -> bool:
+    """Whether any op's value holds a float as large as an integer beyond 64 bits."""
+    values = [d.get("value") for d in parsed if type(d) is dict]
+    return any(map(_big_float, [v for v in values if type(v) is not int]))
+
+
+def _big_float(v) -> bool:
+    """Whether a decoded value holds a float as large as an integer beyond 64 bits (which orjson
+    decodes to a float, json to an int)."""
+    t = type(v)
+    if t is float:
+        return abs(v) >= _INT64_LIMIT
+    if t is list:
+        return bool(v) and set(map(type, v)) != {int} and any(map(_big_float, v))
+    if t is dict:
+        return any(map(_big_float, v.values()))
+    return False
+
+
 #: bytes read at a time (whole lines are handed on; a longer line is handed on alone)
 CHUNK = 1 << 21
 #: bytes before the first line of every chunk handed on (spaces): a reader may look that far

@@ -21,7 +21,7 @@ from functools import lru_cache
 
 from .anomaly import Analysis, Anomaly, Step
 from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTimeout, classify, components
-from ..history.core import without_gc
+from ..history.interchange import without_gc
 from .history import NO_TIME, TxnHistory
 from .list_append import analyze as analyze_list_append
 from .models import UNKNOWN_ANOMALIES, boundary, check_models, implied_anomalies

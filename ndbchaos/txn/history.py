@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from . import edn
+from ..history import History, HistoryFormatError
 from ..history.columnar import MAGIC as COLUMNAR_MAGIC
-from ..history.core import without_gc
+from ..history.interchange import without_gc
+from .edn import EdnError, dumps_op, loads_all, op_from_edn
 
 try:
     import orjson as _orjson
@@ -187,7 +188,6 @@ class TxnHistory:
         data = _read_bytes(p)
         head = data.lstrip()[:200]
         if data.startswith(COLUMNAR_MAGIC) or (head.startswith(b"{") and b'"history"' in head.split(b"\n", 1)[0]):
-            from ..history import History, HistoryFormatError
             try:
                 return cls.from_history(History.read(str(p)))
             except HistoryFormatError as e:
@@ -236,7 +236,7 @@ class TxnHistory:
                 fh.write("[\n" + ",\n".join(json.dumps(ev) for ev in events) + "\n]\n")
             elif p.endswith(".edn"):
                 for ev in events:
-                    fh.write(edn.dumps_op(ev) + "\n")
+                    fh.write(dumps_op(ev) + "\n")
             else:
                 for ev in events:
                     fh.write(json.dumps(ev) + "\n")
@@ -415,12 +415,12 @@ def _edn_events(data: bytes, name: str) -> list:
     except UnicodeDecodeError as e:
         raise TxnFormatError(f"{name}: not UTF-8 text ({e.reason})") from None
     try:
-        forms = edn.loads_all(text)
-    except edn.EdnError as e:
+        forms = loads_all(text)
+    except EdnError as e:
         raise TxnFormatError(f"{name}:{e.line}: {e.msg}") from None
     if len(forms) == 1 and isinstance(forms[0], list):
         forms = forms[0]
-    return [edn.op_from_edn(f) for f in forms]
+    return [op_from_edn(f) for f in forms]
 
 
 __all__ = ["FAIL", "INFO", "MOP_NAMES", "NO_TIME", "OK", "TYPE_NAMES", "Txn", "TxnFormatError", "TxnHistory"]

@@ -1,4 +1,4 @@
-"""The chunked JSON Lines reader (history.scan) reads exactly what the line-by-line reader reads:
+"""The chunked JSON Lines reader (history.scan, idlists, loader) reads exactly what the line-by-line reader reads:
 same columns, values, errors and error messages, whatever the lines and the chunk boundaries."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import re
 import numpy as np
 import pytest
 
-from ndbchaos.history import ErrorInfo, History, HistoryFormatError, jsonl, scan
+from ndbchaos.history import ErrorInfo, History, HistoryFormatError, idlists, jsonl, loader
 from ndbchaos.history.columns import _IntsRef
-from ndbchaos.history.core import _load_lines
+from ndbchaos.history.interchange import _load_lines
 from ndbchaos.history.jsonl import VALUE_VALIDATORS, _Source, parse_header
 
 E_TMP = ErrorInfo(1297, 4010, "temporary", "Got temporary error 4010 'Node failure' from NDBCLUSTER")
@@ -69,9 +69,9 @@ def _load_sized(text: bytes, name: str, size: int) -> History:
 @pytest.fixture
 def small(monkeypatch):
     """Long lines, id-list slices and spilled id lists at small sizes."""
-    monkeypatch.setattr(scan, "LONG_LINE", 200)
-    monkeypatch.setattr(scan, "_STEP", 64)
-    monkeypatch.setattr(scan, "SPILL_INTS", 5)
+    monkeypatch.setattr(loader, "LONG_LINE", 200)
+    monkeypatch.setattr(idlists, "_STEP", 64)
+    monkeypatch.setattr(loader, "SPILL_INTS", 5)
 
 
 def synthetic(rng: random.Random, n: int, workload: str = "ledger", odd: float = 0.3) -> History:
@@ -137,9 +137,9 @@ def test_template_lines_take_the_fast_path():
     got = History.load(io.BytesIO(text), "h")
     assert rows(got) == rows(by_lines(text, "h"))
     # no chunk fell back to the line-by-line reader
-    loader = scan.ChunkLoader(History("ledger").cols, None, lambda b, n: calls.append(n) or 0, "h")
+    chunks = loader.ChunkLoader(History("ledger").cols, None, lambda b, n: calls.append(n) or 0, "h")
     body = text.partition(b"\n")[2]
-    assert loader.feed(b" " * jsonl.PAD + body, 2) == 3001 and calls == []
+    assert chunks.feed(b" " * jsonl.PAD + body, 2) == 3001 and calls == []
 
 
 MUTATIONS = [b"0", b"9", b"-", b".", b",", b'"', b"\\", b":", b"{", b"}", b"[", b"]", b" ", b"e", b"E",
@@ -262,7 +262,7 @@ def test_sort_of_ties_in_place_is_the_full_sort(seed):
 @pytest.mark.parametrize("seed", range(6))
 def test_int_lists_parse_exactly(seed, monkeypatch):
     """An id list body is taken only if json would read the same list of 64-bit ints."""
-    monkeypatch.setattr(scan, "_STEP", 48)
+    monkeypatch.setattr(idlists, "_STEP", 48)
     rng = random.Random(seed)
     for _ in range(300):
         kind = rng.random()
@@ -279,7 +279,7 @@ def test_int_lists_parse_exactly(seed, monkeypatch):
             body = body[:i] + m + body[i + rng.randrange(2):]
         buf = b" " * 64 + b"[" + body + b"]"
         got: list = []
-        n = scan.int_list(buf, 65, len(buf) - 1, lambda v: got.extend(v.tolist()))
+        n = idlists.int_list(buf, 65, len(buf) - 1, lambda v: got.extend(v.tolist()))
         try:
             want = json.loads(b"[" + body + b"]")
         except ValueError:
@@ -298,7 +298,7 @@ def test_an_unforeseen_failure_of_the_fast_path_reads_line_by_line(monkeypatch):
 
     def broken(*args, **kw):
         raise IndexError("a bug")
-    monkeypatch.setattr(scan, "template", broken)
+    monkeypatch.setattr(loader, "template", broken)
     assert rows(History.load(io.BytesIO(text), "h")) == rows(by_lines(text, "h"))
 
 
