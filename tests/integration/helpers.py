@@ -1,11 +1,20 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PYTEST = [sys.executable, "-m", "pytest"]
+
+
+def ctrl_c_reaches_it() -> None:
+    """``preexec_fn`` of a child a test interrupts with SIGINT: the signal's default disposition,
+    so Python in the child turns it into KeyboardInterrupt as in a user's terminal. Where this
+    suite runs with SIGINT ignored (a background job of a non-interactive shell), the child would
+    inherit the ignore across exec, install no handler, and the Ctrl-C would never arrive."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def run_pytest(args, env=None, timeout=600, cwd=REPO):

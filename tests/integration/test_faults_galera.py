@@ -40,6 +40,8 @@ from ndbchaos.faults import skip_if_unsupported
 from ndbchaos.faults import targets as TG
 from ndbchaos.faults import toxiproxy as TX
 
+from .helpers import ctrl_c_reaches_it
+
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(300)]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -575,7 +577,8 @@ else:
 def test_signal_heals(healthy, sig, style):
     c = healthy
     p = subprocess.Popen([sys.executable, "-c", HOLD_UNTIL_SIGNAL, c.project, style],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                         preexec_fn=ctrl_c_reaches_it)
     try:
         line = p.stdout.readline()
         assert line.startswith("INJECTED"), p.stderr.read() if p.poll() is not None else line

@@ -35,13 +35,14 @@ def least_faults(duration_s: float) -> tuple[int, int]:
     cycle (a pause of 5-12 s, the engine's reaction, a hold of 3-8 s, the recovery, 2 s after)
     takes about a minute at most on NDB's slowest kinds (a node restart), half a minute on
     Galera; each kind comes once before any comes again. So ten minutes allow at least 8 faults
-    of 3 kinds (the issue's bar), three minutes 3 of 2 kinds, two minutes (CI's) 2 of 2 kinds,
-    and any soak longer than the longest first pause (12 s) one."""
+    of 3 kinds (the issue's bar), three minutes 3 of 2 kinds, a minute and a half (CI's: the
+    first fault over by 72 s, a second begun before the end runs to its heal) 2 of 2 kinds, and
+    any soak longer than the longest first pause (12 s) one."""
     if duration_s >= 600:
         return 8, 3
     if duration_s >= 180:
         return 3, 2
-    if duration_s >= 120:
+    if duration_s >= 90:
         return 2, 2
     if duration_s > 12:
         return 1, 1
@@ -56,7 +57,10 @@ def _ndb_unavailable() -> str | None:
 # ten minutes of soak, the cluster's start and stop, the final check: 20 min on a quiet 2-core
 # machine at most; allow for a loaded one
 @pytest.mark.timeout(3000)
-@pytest.mark.parametrize("engine", ["galera", "ndb"])
+# NDB first: right after the Galera soak, the NDB soak's cluster took 155 s to start (twice here;
+# the cause not found: its data nodes' initial start writes 1 GB of redo files while the Galera
+# cluster's volumes are being removed); played first, it started in 31 s
+@pytest.mark.parametrize("engine", ["ndb", "galera"])
 def test_a_ten_minute_soak_plays_its_schedule_and_passes(engine):
     if engine == "ndb":
         why = _ndb_unavailable()

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from .helpers import REPO, labelled, project_of, run_pytest
+from .helpers import REPO, ctrl_c_reaches_it, labelled, project_of, run_pytest
 
 # The failing and interrupted runs play on Galera: what they test (the fault registry's heal and
 # the session cluster's removal on a failure and on a signal) is the Compose backend's, the same
@@ -54,7 +54,7 @@ def test_interrupt_removes_everything(tmp_path, sig):
     (tmp_path / "test_slow.py").write_text(SLOW)
     env = {**os.environ}
     p = subprocess.Popen([sys.executable, "-m", "pytest", str(tmp_path / "test_slow.py"), "-p", "no:cacheprovider",
-                          "-s", "--rootdir", str(REPO), *ENGINE], cwd=REPO, env=env,
+                          "-s", "--rootdir", str(REPO), *ENGINE], cwd=REPO, env=env, preexec_fn=ctrl_c_reaches_it,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines = []
     deadline = time.monotonic() + 240
