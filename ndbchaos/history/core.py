@@ -25,6 +25,8 @@ def _magic_prefix(path) -> bytes | None:
     except OSError:
         return None
     return head if len(head) < len(MAGIC) and MAGIC.startswith(head) else None
+
+
 def _in_order(start: np.ndarray, end: np.ndarray) -> bool:
     """Whether rows are already sorted by (end, start), checked in slices (little memory)."""
     step = 1 << 20
@@ -81,6 +83,7 @@ class History:
                 out.objs[base + k] = v
             for k, v in p.msgs.items():
                 out.msgs[base + k] = v
+        _to_microseconds(out)
         return cls(workload, params, out)
 
     def add(self, process: int, f: str, value: Any, type_: str, start: float, end: float,

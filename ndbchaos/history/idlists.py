@@ -9,13 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-try:  # a C JSON parser (a dependency); json when absent
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    from json import loads as _loads
-
 from .jsonl import PAD
-from .scan import MAX_NUM, _Chunk, _number
+from .scan import MAX_NUM, _Chunk, _loads, _number
 
 _STEP = 1 << 18  # bytes of an id list parsed at a time (small: its temporaries are reused)
 _PAD = b" " * PAD  # before an id list's slice: every window of a number stays in the buffer

@@ -11,16 +11,11 @@ import tempfile
 
 import numpy as np
 
-try:  # a C JSON parser (a dependency); json when absent
-    from orjson import loads as _loads
-except ImportError:  # pragma: no cover
-    from json import loads as _loads
-
 from .columns import Columns, _Ints, _IntsRef, _OpenFile
 from .idlists import int_list, long_op
 from .jsonl import PAD, _big_float, _parse_op
 from .model import NO_INT
-from .scan import LONG_LINE, _Chunk, template
+from .scan import LONG_LINE, _Chunk, _loads, template
 
 #: a long id list (more ids than this) goes to a temporary file (``_IntsRef``), as the columnar
 #: reader leaves such lists in its file: a 20M-op history's reads are not held in memory
