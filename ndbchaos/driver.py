@@ -160,10 +160,10 @@ def cycle(run, fault, plan, hold_s: float, after_s: float) -> None:
         # The crash that matters for durability is when the cluster stopped committing (the
         # last acknowledged operation), not when the fault began: a node group's survivors, or
         # both halves of a split, still acknowledge commits until they shut down.
-        run.check_options.update(gcp_loss_window_s=window, cluster_crash_at=run.marks["stopped_serving"])
+        run.set_check_options(gcp_loss_window_s=window, cluster_crash_at=run.marks["stopped_serving"])
     allowed = exp.details.get("allowed_error_classes")
     if allowed:
-        run.check_options["allowed_error_classes"] = list(allowed)
+        run.set_check_options(allowed_error_classes=list(allowed))
 
 
 def _observe_reaction(run, plan, start: float, in_place: float) -> None:

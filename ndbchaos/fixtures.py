@@ -35,6 +35,7 @@ from .report import trend
 from .report.allure import write_results_metadata
 from .report.terminal import scenario_line
 from .runtime import docker_available
+from .record import ScenarioId
 from .scenario import ScenarioRun
 from .soak import SOAK_S, menu_on, play_soak
 from .workload.contract import ClientOptions
@@ -211,11 +212,10 @@ def play(cluster: ClusterHandle, scenario_run, request, state: dict):
             client = ClientOptions(failover=True)
         shape = {} if sc.clients is None else {"processes": sc.clients, "connections": 1}
         run = scenario_run(sc.workload, workload_params=dict(sc.workload_params), title=sc.title,
-                           via_proxy=sc.route(cluster), client=client, **shape)
+                           via_proxy=sc.route(cluster), client=client,
+                           scenario=_scenario_id(request, sc.name, sc.family), **shape)
         if request.node.get_closest_marker(sc.family) is None:  # e.g. a txn scenario: its fault's family
             report.labels(cluster.engine.name, [sc.family])
-        run.scenario = {"name": sc.name, "family": sc.family, "test": request.node.name,
-                        "nodeid": request.node.nodeid, "markers": [m.name for m in request.node.iter_markers()]}
         return _judged(request, cluster, drive(run, sc), run, state)
     return _play
 
@@ -231,18 +231,22 @@ def soak(cluster: ClusterHandle, scenario_run, request, state: dict):
             pytest.skip(str(e))
         # the clients' route as the menu needs it here (a client-path fault reaches only clients
         # that go through the proxies): the same decision play_soak checks and schedules from
-        run = scenario_run(sk.workload, title=sk.title, via_proxy=menu.via_proxy)
-        run.scenario = {"name": sk.name, "family": "soak", "test": request.node.name,
-                        "nodeid": request.node.nodeid, "markers": [m.name for m in request.node.iter_markers()]}
+        run = scenario_run(sk.workload, title=sk.title, via_proxy=menu.via_proxy,
+                           scenario=_scenario_id(request, sk.name, "soak"))
         duration = request.config.getoption("--soak-duration") or SOAK_S
         return _judged(request, cluster, play_soak(run, sk, duration), run, state)
     return _soak
 
 
+def _scenario_id(request, name: str, family: str) -> ScenarioId:
+    return ScenarioId(name, family, request.node.name, request.node.nodeid,
+                      tuple(m.name for m in request.node.iter_markers()))
+
+
 def _judged(request, cluster: ClusterHandle, res, run, state: dict):
     """A finished run: its gate rows and trend in the report, its line for the terminal, then its
     verdict asserted."""
-    name = (run.scenario or {}).get("name") or request.node.name
+    name = run.scenario.name if run.scenario else request.node.name
     state.setdefault("lines", {})[request.node.nodeid] = scenario_line(name, run.measurements, res.verdict)
     gate = request.config.pluginmanager.get_plugin("ndbchaos-gate")
     if gate is not None:
@@ -250,7 +254,7 @@ def _judged(request, cluster: ClusterHandle, res, run, state: dict):
         report.attach_text(text, "gate")
         report.attach_json(rows, "gate rows")
     _trend(request, cluster.engine.name, res)
-    assert res.verdict["valid"] is True, "\n".join(res.verdict["summary"])
+    assert res.verdict.valid is True, "\n".join(res.verdict.summary)
     return res
 
 

@@ -11,28 +11,34 @@
     result = run.finish()                   # stop load, final reads, the record, the verdict
 
 ``ndbchaos.driver.play`` runs a scenario declaration this way. Everything the verdict needs is
-in the run record (``History.run``: engine, topology, expectation, fault windows, phases, marks,
-status samples, engine events, check options) saved with the history, so ``ndbchaos check`` on
-the saved file judges the run again and gets the same verdict. ``close()`` (called by the
-fixture on every path out) stops the load and the observer and heals open faults even when the
-run failed half-way, and keeps the evidence of a run that never reached its verdict.
+in the run record (``ndbchaos.record.RunRecord``, saved as ``History.run``: engine, topology,
+expectation, fault windows, phases, marks, status samples, engine events, check options) saved
+with the history, so ``ndbchaos check`` on the saved file judges the run again and gets the same
+verdict. ``close()`` (called by the fixture on every path out) stops the load and the observer
+and heals open faults even when the run failed half-way, and keeps the evidence of a run that
+never reached its verdict.
+
+The run owns its state: drivers write it through its methods (``mark``, ``measure``, ``expect``,
+``set_check_options``, ``fault_step``, ``declare_soak``, ``keep_memory``) and read it through
+read-only views (``marks``, ``measurements``, ``check_options``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import random
 import time
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from . import runtime
-from .checks import check_run
+from .checks import RunVerdict, check_run
 from .errors import ClusterNotReady
 from .faults import toxiproxy
 from .history import History
 from .observer import Observer
+from .record import Phase, RunRecord, ScenarioId, plain
 from .report import allure as report
 from .workload import get_workload
 from .workload.runner import ClientOptions, Endpoint, WorkloadRunner
@@ -52,35 +58,51 @@ class Measurement:
     bound: float | None = None
 
 
-@dataclass
+@dataclass(frozen=True)
 class Result:
-    history: History
-    verdict: dict
-    windows: list[dict]
-    phases: list[dict]
-    status_after: dict | None
+    history: History  # its ``run`` is the record's JSON form
+    verdict: RunVerdict
+    record: RunRecord
     events: list[dict] = field(default_factory=list)
 
     @property
     def valid(self):
-        return self.verdict["valid"]
+        return self.verdict.valid
+
+    @property
+    def windows(self) -> list[dict]:
+        return self.record.windows
+
+    @property
+    def phases(self) -> list[Phase]:
+        return self.record.phases
+
+    @property
+    def status_after(self) -> dict | None:
+        return self.record.status_after
 
 
-def _plain(obj):
-    """JSON-safe copy (sets, tuples, dataclasses' dicts) for the run record."""
-    return json.loads(json.dumps(obj, default=lambda o: sorted(o) if isinstance(o, (set, frozenset)) else str(o)))
+@dataclass
+class _Scope:
+    """What a fault is judged with: its plan, the marks and measurements of its run (or of its
+    step, in a run of several) and the check options it asks for."""
+    plan: object = None  # ndbchaos.plans.Plan
+    marks: dict = field(default_factory=dict)
+    measurements: dict = field(default_factory=dict)
+    check_options: dict = field(default_factory=dict)
 
 
 class ScenarioRun:
     def __init__(self, cluster, workload: str = "ledger", workload_params: dict | None = None,
                  processes: int = 2, connections: int = 2, client: ClientOptions | None = None,
-                 seed: int | None = None, title: str = "", via_proxy: bool = False):
+                 seed: int | None = None, title: str = "", via_proxy: bool = False,
+                 scenario: ScenarioId | None = None):
         self.cluster = cluster
         self.clock = cluster.clock
         self.seed = seed if seed is not None else random.randrange(1 << 30)
         self.rng = random.Random(self.seed)
         self.title = title
-        self.scenario: dict = {}  # name, family, test id, node id, markers (set by the play fixture)
+        self.scenario = scenario  # who the run is (the play fixture's test): in the record
         eng = cluster.engine
         # The engine's settings first (e.g. NDB's locking reads for the bank), the caller's over them.
         self.workload = get_workload(workload, **{**eng.workload_params(workload), **(workload_params or {})})
@@ -95,35 +117,50 @@ class ScenarioRun:
             self.endpoints = [Endpoint(n.name, n.sql_port, n.sql_host) for n in cluster.topology.sql_nodes]
         self.runner = WorkloadRunner(self.workload, self.endpoints, self.clock, processes, connections, self.client)
         self.observer = Observer(cluster)
-        self.phases: list[dict] = []
-        self.measurements: dict[str, Measurement] = {}
-        self.marks: dict[str, float | None] = {}
-        self.plan = None  # ndbchaos.plans.Plan
-        self.check_options: dict = {}
+        self.phases: list[Phase] = []
+        self._scope = _Scope()
         if self.workload.model:  # a transactional workload: judged against the engine's promise
             promise = eng.consistency_models(self.workload.name, self.workload.params)
-            self.check_options.update(consistency_models=list(promise.models), consistency_source=promise.source,
-                                      consistency_allows=promise.allows)
+            self.set_check_options(consistency_models=list(promise.models), consistency_source=promise.source,
+                                   consistency_allows=promise.allows)
         self.faults: list = []
         self.steps: list[dict] = []  # the faults of a run with several (a soak), each its own record
-        self.soak: dict | None = None  # a soak's declaration, seed and schedule (ndbchaos.soak)
-        self.memory: list[dict] = []  # resident memory samples of a soak (ndbchaos.soak.MemoryProbe)
+        self.soak: dict | None = None  # a soak's declaration, seed and schedule (``declare_soak``)
+        self.memory: list[dict] = []  # resident memory samples of a soak (``keep_memory``)
         self.status_before = None
         self.result: Result | None = None
         self._load_running = False
         self.t0 = self.clock.now()
         report.title(title)
 
+    # -- what the run's drivers read: views, never written from outside ------------------------
+    @property
+    def plan(self):
+        """The expectation this run (or its current fault step) is judged against."""
+        return self._scope.plan
+
+    @property
+    def marks(self):
+        return MappingProxyType(self._scope.marks)
+
+    @property
+    def measurements(self):
+        return MappingProxyType(self._scope.measurements)
+
+    @property
+    def check_options(self):
+        return MappingProxyType(self._scope.check_options)
+
     # -- phases, marks, measurements ----------------------------------------------------------
     @contextlib.contextmanager
     def phase(self, name: str, description: str = ""):
-        ph = {"name": name, "start": self.clock.now(), "end": None, "description": description}
+        ph = Phase(name, round(self.clock.now(), 6), None, description)
         self.phases.append(ph)
         with report.step(f"{name}" + (f": {description}" if description else "")):
             try:
                 yield ph
             finally:
-                ph["end"] = self.clock.now()
+                ph.end = round(self.clock.now(), 6)
 
     def step(self, title: str):
         return report.step(title)
@@ -132,40 +169,55 @@ class ScenarioRun:
         """Record a moment of the run (run clock), or None when it was never reached."""
         if name not in MARKS:
             raise ValueError(f"unknown mark {name!r} (known: {', '.join(MARKS)})")
-        self.marks[name] = None if t is None else round(float(t), 6)
+        self._scope.marks[name] = None if t is None else round(float(t), 6)
         return t
 
     def measure(self, name: str, value, unit: str = "", note: str = "", bound: float | None = None) -> Measurement:
         """Record a measured figure; it is shown in the report's description table and as a
         test parameter named "<name> [<unit>]"."""
         m = Measurement(name, round(value, 3) if isinstance(value, float) else value, unit, note, bound)
-        self.measurements[name] = m
+        self._scope.measurements[name] = m
         log.info("measured %s = %s %s %s", name, m.value, unit, note)
         return m
 
     def expect(self, plan) -> None:
         """The expectation this run is judged against (``ndbchaos.plans.Plan``)."""
-        self.plan = plan
+        self._scope.plan = plan
         self.measure("expectation", plan.exp.rule)
         self.measure("expected serving", ", ".join(plan.serving) or "none")
+
+    def set_check_options(self, **options) -> None:
+        """Options the checkers must apply to this run (or its current fault step): an engine's
+        crash window, the error classes a fault allows (``ndbchaos.checks.DEFAULT_OPTIONS``)."""
+        self._scope.check_options.update(options)
+
+    def declare_soak(self, declaration: dict) -> None:
+        """This run is a soak (``ndbchaos.soak``): its declaration, seed and menu, in the record;
+        its schedule is the fault steps as they are played (``fault_step``)."""
+        self.soak = plain({**declaration, "schedule": []})
+
+    def keep_memory(self, samples: list[dict]) -> None:
+        """A soak's resident memory samples (``ndbchaos.soak.MemoryProbe``), in the record."""
+        self.memory = plain(samples)
 
     @contextlib.contextmanager
     def fault_step(self, info: dict, plan):
         """One fault of several in a run (a soak): inside, the plan, marks, measurements and check
         options are this fault's own; on the way out they become a step of the run record (with
         the fault windows and the time span it covers), judged on its own by ``check_run``."""
-        saved = (self.plan, self.marks, self.measurements, self.check_options)
-        self.plan, self.marks, self.measurements, self.check_options = plan, {}, {}, {}
+        if self.soak is not None:
+            self.soak["schedule"].append(plain(info))
+        outer, self._scope = self._scope, _Scope(plan)
         step = {**info, "begin": round(self.clock.now(), 6)}
         try:
             yield step
         finally:
-            step.update(end=round(self.clock.now(), 6), expectation=plan.to_record(), marks=self.marks,
-                        measurements={k: m.__dict__ for k, m in self.measurements.items()},
-                        check_options=self.check_options,
+            inner, self._scope = self._scope, outer
+            step.update(end=round(self.clock.now(), 6), expectation=plan.to_record(), marks=inner.marks,
+                        measurements={k: m.__dict__ for k, m in inner.measurements.items()},
+                        check_options=inner.check_options,
                         windows=[w.to_dict() for w in self.cluster.journal.windows(since=step["begin"])])
-            self.steps.append(_plain(step))
-            self.plan, self.marks, self.measurements, self.check_options = saved
+            self.steps.append(plain(step))
 
     # -- load ---------------------------------------------------------------------------------
     def start_load(self) -> None:
@@ -228,20 +280,21 @@ class ScenarioRun:
         return self.wait_status(lambda st: st.healthy, timeout, "every node healthy")
 
     # -- the record and the verdict -----------------------------------------------------------
-    def record(self, events: list[dict], status_after: dict | None) -> dict:
-        """The run record saved with the history (``History.run``)."""
-        exp = self.plan.to_record() if self.plan is not None else None
-        return _plain({
-            "version": 1, "engine": self.cluster.engine.name, "project": self.cluster.project, "title": self.title,
-            "seed": self.seed, "scenario": self.scenario, "topology": self.cluster.topology.to_dict(),
-            "via_proxy": self.via_proxy, "expectation": exp,
-            "windows": [w.to_dict() for w in self.cluster.journal.windows(since=self.t0)],
-            "phases": self.phases, "marks": self.marks, "check_options": self.check_options,
-            "cluster_samples": [_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],
-            "status": {"before": self.status_before, "after": status_after},
-            "events": events, "framework_events": self.cluster.journal.events(since=self.t0),
-            **({"steps": self.steps, "soak": self.soak, "memory": self.memory} if self.soak is not None else {}),
-        })
+    def record(self, events: list[dict] | None, status_after: dict | None) -> RunRecord:
+        """The run record saved with the history (``History.run`` is its JSON form)."""
+        plan = self._scope.plan
+        return RunRecord(
+            engine=self.cluster.engine.name, project=self.cluster.project, title=self.title, seed=self.seed,
+            scenario=self.scenario, topology=plain(self.cluster.topology.to_dict()), via_proxy=self.via_proxy,
+            expectation=plain(plan.to_record()) if plan is not None else None,
+            windows=plain([w.to_dict() for w in self.cluster.journal.windows(since=self.t0)]),
+            phases=[Phase(p.name, p.start, p.end, p.description) for p in self.phases],
+            marks=dict(self._scope.marks), check_options=plain(self._scope.check_options),
+            cluster_samples=[_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],
+            status_before=self.status_before, status_after=status_after, events=events,
+            framework_events=plain(self.cluster.journal.events(since=self.t0)),
+            steps=list(self.steps) if self.soak is not None else None, soak=self.soak,
+            memory=list(self.memory))
 
     def finish(self) -> Result:
         """Stop the load, run the final reads, build the record and judge it (``check_run``)."""
@@ -256,33 +309,33 @@ class ScenarioRun:
             except Exception as e:  # logs are evidence: a failure to read them is said, not fatal
                 log.warning("collecting engine log events failed: %s", e)
                 events = None
-            history.run = self.record(events, status_after)
+            record = self.record(events, status_after)
+            history.run = record.to_json()
             verdict = check_run(history)
-            self.result = Result(history, verdict, history.run["windows"], self.phases, status_after, events or [])
+            self.result = Result(history, verdict, record, events or [])
             self._measure_availability(verdict)
         report.attach_result(self, self.result)
         return self.result
 
-    def _measure_availability(self, verdict: dict) -> None:
-        d = ((verdict.get("checks") or {}).get("availability") or {}).get("details") or {}
-        if "longest_outage_s" in d:
-            self.measure("outage (all SQL nodes)", d["longest_outage_s"], "s",
+    def _measure_availability(self, verdict: RunVerdict) -> None:
+        av = verdict.availability
+        if av is not None and av.longest_outage_s is not None:
+            self.measure("outage (all SQL nodes)", av.longest_outage_s, "s",
                          note="longest time with no successful operation on any SQL node")
         targets = {t for w in self.cluster.journal.windows(since=self.t0) for t in w.targets}
-        for node, nd in sorted((d.get("per_node") or {}).items()):
-            self.measure(f"outage on {node}", nd.get("longest_outage_s", 0.0), "s",
+        for node, longest in sorted((av.per_node if av is not None else {}).items()):
+            self.measure(f"outage on {node}", longest if longest is not None else 0.0, "s",
                          note="longest time with no successful operation on this SQL node"
                          + ("; a fault target, so its own downtime is included" if node in targets else ""))
-        objs = ((((verdict.get("checks") or {}).get("expectation") or {}).get("details") or {})
-                .get("objectives") or [])
-        fo = next((o for o in objs if o["name"] == "clients served again"), None)
-        if fo is not None and isinstance(fo.get("measured"), (int, float)):
-            self.measure("clients served again", fo["measured"], "s", bound=fo.get("bound"),
+        exp = verdict.expectation
+        fo = exp.objective("clients served again") if exp is not None else None
+        if fo is not None and isinstance(fo.measured, (int, float)):
+            self.measure("clients served again", fo.measured, "s", bound=fo.bound,
                          note="the slowest of the lost SQL node's clients: its first error -> its next success "
-                         + ("(failover to the next SQL node)" if fo.get("bound") is not None
+                         + ("(failover to the next SQL node)" if fo.bound is not None
                             else "(no failover: on their own node, once it was back)"))
-        if d.get("throughput_recovered_s") is not None:
-            self.measure("throughput back to 90%", d["throughput_recovered_s"], "s",
+        if av is not None and av.throughput_recovered_s is not None:
+            self.measure("throughput back to 90%", av.throughput_recovered_s, "s",
                          note="after the last heal, until throughput is back to 90% of baseline")
 
     def close(self) -> None:
@@ -308,7 +361,7 @@ class ScenarioRun:
                 except Exception as e:
                     events = [{"error": f"collecting engine log events failed: {e}"}]
                 if history is not None:
-                    history.run = self.record(events, None)
+                    history.run = self.record(events, None).to_json()
                 report.attach_incomplete(self, history, events)
             except Exception as e:  # evidence is best effort on a failed run
                 log.warning("attaching the evidence of the incomplete run failed: %s", e)

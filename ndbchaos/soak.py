@@ -156,10 +156,9 @@ def play_soak(run, soak: Soak, duration_s: float):
     menu = {sc.name: sc for sc in on.scenarios}
     steps = schedule(soak, run.seed, cluster)
     played: list[dict] = []
-    run.soak = {"name": soak.name, "duration_s": duration_s, "seed": run.seed, "menu": sorted(menu),
-                "left_out": [{"scenario": x.scenario, "why": x.why} for x in on.left_out],
-                "via_proxy": on.via_proxy, "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s),
-                "schedule": played}
+    run.declare_soak({"name": soak.name, "duration_s": duration_s, "seed": run.seed, "menu": sorted(menu),
+                      "left_out": [{"scenario": x.scenario, "why": x.why} for x in on.left_out],
+                      "via_proxy": on.via_proxy, "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s)})
     run.measure("clients", on.route, note="through the proxies when a fault of the menu acts on the clients' path "
                 "(it reaches only clients that go through them)")
     if on.left_out:
@@ -187,7 +186,7 @@ def play_soak(run, soak: Soak, duration_s: float):
             run.hold(max(0.0, end - run.clock.now()))
     finally:
         probe.stop()
-        run.memory = probe.samples
+        run.keep_memory(probe.samples)
     run.measure("faults", len(played), note=f"of {len({p['scenario'] for p in played})} kinds, as the seed drew them")
     growth = memory_growth(probe.samples)
     if growth is not None:

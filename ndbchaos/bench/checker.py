@@ -190,15 +190,15 @@ def bench_checker(n_ops: int = 1_000_000, record: bool = True) -> dict:
     verdict = check_history(h, windows)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    d = verdict["checks"]["durability"]
+    d = verdict.durability
     out = {
         "n_ops": len(h),
         "check_s": round(check_s, 3),
         "check_peak_mb": round(peak / 2**20, 1),
         "memory_method": "tracemalloc peak during check_history (separate untimed run)",
-        "valid": verdict["valid"],
-        "lost": d["lost"], "indeterminate": d["indeterminate"],
-        "indeterminate_present": d["details"]["indeterminate_present"],
+        "valid": verdict.valid,
+        "lost": d.lost, "indeterminate": d.indeterminate,
+        "indeterminate_present": verdict.checks["durability"].details["indeterminate_present"],
         "build_synthetic_s": round(build_s, 3),
         "rss_before_check_mb": None if rss0 is None else round(rss0 / 1024, 1),
         "rss_peak_during_check_mb": None if rss1 is None else round(rss1 / 1024, 1),
@@ -275,7 +275,7 @@ def bench_spools(n_ops: int = 1_000_000, parts: int = 4, directory: str | None =
         t0 = time.perf_counter()
         verdict = check_history(merged, windows)
         out["check_s"] = round(time.perf_counter() - t0, 3)
-        out["valid"] = verdict["valid"]
+        out["valid"] = verdict.valid
         out["rss_peak_read_and_check_mb"] = round(_hwm_kb() / 1024, 1) if rss_reset else None
     return out
 

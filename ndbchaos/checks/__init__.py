@@ -3,16 +3,18 @@
     from ndbchaos.checks import check_history
     result = check_history(history, windows=[{"kind": "kill", "start": 10.0, "end": 25.0,
                                               "targets": ["ndbd-1"]}])
-    result["valid"]            # True | "unknown" | False, the worst of all checkers
-    result["checks"]["durability"]["lost"]            # headline figure (also under "details")
-    result["checks"]["availability"]["details"]["per_node"]["sql1"]["longest_outage_s"]
+    result.valid                                   # True | "unknown" | False, the worst of all checkers
+    result.durability.lost                         # a checker's typed figures (checks.figures)
+    result.availability.per_node["sql1"]           # the longest outage on sql1 (s)
+    result.to_json()["checks"]["durability"]["lost"]  # the JSON form (docs/history-format.md)
 
 Validity follows Jepsen: ``True`` < ``"unknown"`` < ``False``; ``compose`` returns the worst.
 Every checker is a function ``(frame, options) -> Verdict``; ``check_history`` runs the generic
 ones (availability, latency, errors) for every workload and the workload's own (ledger:
 durability; bank: invariant). See docs/history-format.md for the verdict fields and options.
 
-The package: ``verdict`` (``Verdict``, ``compose``), ``judge`` (the registry, the options,
+The package: ``verdict`` (``Verdict``, ``RunVerdict``, ``compose``), ``figures`` (each checker's
+figures, typed), ``judge`` (the registry, the options,
 ``check_history``), one module per checker, ``steps`` (a soak's faults, each on its own span);
 ``check_run`` here judges a saved run from its record.
 """
@@ -22,10 +24,10 @@ from __future__ import annotations
 from ..history import History
 from . import steps
 from .judge import BY_WORKLOAD, DEFAULT_OPTIONS, GENERIC, check_history, register, resolve_options
-from .verdict import UNKNOWN, Verdict, compose, word
+from .verdict import UNKNOWN, RunVerdict, Verdict, compose
 
 
-def check_run(history: History, options: dict | None = None) -> dict:
+def check_run(history: History, options: dict | None = None) -> RunVerdict:
     """The verdict of a saved scenario run from its record alone: the windows, check options and
     expectation the run recorded (``History.run``), with ``options`` over the recorded ones.
     A bare history (no run record) is checked as ``check_history`` would. A run of several
@@ -34,15 +36,10 @@ def check_run(history: History, options: dict | None = None) -> dict:
     run = history.run or {}
     if run.get("steps") is not None:
         opts = {**steps.whole_run_options(run), **(run.get("check_options") or {}), **(options or {})}
-        verdict = check_history(history, run.get("windows"), opts, run=run)
-        v = steps.check(history, run, options)
-        verdict["checks"][v.name] = v.to_json()
-        verdict["summary"].append(f"{v.name}: {word(v.valid)}: {v.summary}")
-        verdict["valid"] = compose([verdict["valid"], v.valid])
-        return verdict
+        return check_history(history, run.get("windows"), opts, run=run).adding(steps.check(history, run, options))
     opts = {**(run.get("check_options") or {}), **(options or {})}
     return check_history(history, run.get("windows"), opts, run=run)
 
 
-__all__ = ["Verdict", "compose", "check_history", "check_run", "register", "DEFAULT_OPTIONS", "UNKNOWN",
+__all__ = ["RunVerdict", "Verdict", "compose", "check_history", "check_run", "register", "DEFAULT_OPTIONS", "UNKNOWN",
            "GENERIC", "BY_WORKLOAD", "resolve_options"]

@@ -20,7 +20,7 @@ from .latency import check as check_latency
 from .ledger import check as check_durability
 from .transactions import check as check_transactions
 from .frame import Frame, build_frame
-from .verdict import UNKNOWN, Verdict, compose, word
+from .verdict import UNKNOWN, RunVerdict, Verdict
 
 #: Options every checker understands, with their defaults (see docs/history-format.md).
 DEFAULT_OPTIONS: dict[str, Any] = {
@@ -82,7 +82,7 @@ def resolve_options(options: dict | None) -> dict:
 
 
 def check_history(history: History, windows=None, options: dict | None = None, run: dict | None = None,
-                  workload_checks: bool = True) -> dict:
+                  workload_checks: bool = True) -> RunVerdict:
     """Run every checker relevant to the history's workload and compose the verdicts.
 
     ``windows``: ``[{"kind": str, "start": float, "end": float|None, "targets": [str]}]`` on
@@ -104,15 +104,7 @@ def check_history(history: History, windows=None, options: dict | None = None, r
     if run and run.get("expectation"):
         avail = next((v.details for v in verdicts if v.name == "availability"), None)
         verdicts.append(_guarded("expectation", check_expectation, fr, opts, run, avail))
-    return {
-        "valid": compose(verdicts),
-        "workload": history.workload,
-        "ops": fr.n,
-        "summary": [f"{v.name}: {word(v.valid)}: {v.summary}" for v in verdicts],
-        "phases": fr.phase_spans(),
-        "windows": [w.to_json() for w in fr.windows],
-        "checks": {v.name: v.to_json() for v in verdicts},
-    }
+    return RunVerdict.of(verdicts, history.workload, fr.n, fr.phase_spans(), [w.to_json() for w in fr.windows])
 
 
 def _guarded(name: str, fn, *args) -> Verdict:

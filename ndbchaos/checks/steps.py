@@ -38,8 +38,9 @@ def check(history: History, run: dict, options: dict | None = None) -> Verdict:
                           workload_checks=False)
         per.append({"index": step.get("index"), "scenario": step.get("scenario"), "family": step.get("family"),
                     "targets": step.get("targets"), "begin": step["begin"], "end": step["end"],
-                    "ops": v["ops"], "valid": v["valid"], "summary": v["summary"],
-                    "objectives": ((v["checks"].get("expectation") or {}).get("details") or {}).get("objectives")})
+                    "ops": v.ops, "valid": v.valid, "summary": v.summary,
+                    "objectives": (v.checks["expectation"].details.get("objectives")
+                                   if "expectation" in v.checks else None)})
     bad = [p for p in per if p["valid"] is not True]
     kinds = sorted({p["scenario"] for p in per})
     valid = compose(p["valid"] for p in per) if per else "unknown"  # no fault played: nothing shown

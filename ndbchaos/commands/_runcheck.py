@@ -51,13 +51,14 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     except ValueError as e:  # options or windows the checkers cannot use
         raise UsageError(f"{args.history}: {e}") from None
-    out = json.dumps(verdict, separators=(",", ":")) if args.compact else pretty(verdict)
+    body = verdict.to_json()
+    out = json.dumps(body, separators=(",", ":")) if args.compact else pretty(body)
     sys.stdout.write(out + "\n")
     sys.stdout.flush()
     if not args.quiet:
-        word = {True: "VALID", False: "INVALID"}.get(verdict["valid"], "UNKNOWN")
-        print(f"ndbchaos check: {args.history}: {word} ({verdict['ops']} ops, workload {verdict['workload']})",
+        word = {True: "VALID", False: "INVALID"}.get(verdict.valid, "UNKNOWN")
+        print(f"ndbchaos check: {args.history}: {word} ({verdict.ops} ops, workload {verdict.workload})",
               file=sys.stderr)
-        for line in verdict["summary"]:
+        for line in verdict.summary:
             print(f"  {line}", file=sys.stderr)
-    return 0 if verdict["valid"] is True else 1
+    return 0 if verdict.valid is True else 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..checks.verdict import RunVerdict
 from ..errors import UsageError
 from ..report.results import attachments, read_results
 from . import HELP
@@ -48,7 +49,8 @@ def scenario_rows(folder: Path) -> list[dict]:
         if "measurements" not in att and "measurements (incomplete run)" not in att:
             continue  # not a scenario (framework tests write no measurements)
         m = _load(folder, att.get("measurements") or att["measurements (incomplete run)"]) or {}
-        verdict = _load(folder, att["verdict"]) if "verdict" in att else None
+        saved = _load(folder, att["verdict"]) if "verdict" in att else None
+        verdict = RunVerdict.from_json(saved) if isinstance(saved, dict) else None
         engine = next((lb["value"].split(":", 1)[1].strip() for lb in r.get("labels", [])
                        if lb.get("name") == "epic" and str(lb.get("value", "")).startswith("engine:")), "")
         # the scenario's own name (its declaration: the "sc" or "sk" parameter), not the test function's
@@ -65,31 +67,29 @@ def scenario_rows(folder: Path) -> list[dict]:
     return rows
 
 
-def _errors(verdict) -> dict:
-    e = ((verdict or {}).get("checks") or {}).get("errors") or {}
-    codes = ((e.get("details") or {}).get("all") or {}).get("codes") or []
-    return {f"{c['errno']}" + (f"/{c['engine_code']}" if c.get("engine_code") else ""): (c["count"], c["class"])
-            for c in codes}
+def _errors(verdict: RunVerdict | None) -> dict:
+    e = verdict.errors if verdict is not None else None
+    return {c.label: (c.count, c.klass) for c in e.all.codes} if e is not None else {}
 
 
-def _durability(verdict) -> str:
-    checks = (verdict or {}).get("checks") or {}
-    if "durability" in checks:
-        d = checks["durability"].get("details") or {}
-        lost, expl = d.get("lost", 0), d.get("explained_by_gcp", 0)
-        s = f"{d.get('acknowledged', 0)} acked, lost {lost}"
+def _durability(verdict: RunVerdict | None) -> str:
+    if verdict is None:
+        return ""
+    d = verdict.durability
+    if d is not None:
+        lost, expl = d.lost or 0, d.explained_by_gcp
+        s = f"{d.acknowledged} acked, lost {lost}"
         if expl:
             s += f" (all {expl} in the crash window)" if expl == lost else f" ({expl} in the crash window)"
-        return s + f", unknown outcome {d.get('indeterminate', 0)}"
-    if "invariant" in checks:
-        return "invariant " + ("held" if checks["invariant"].get("valid") is True else "BROKEN")
-    if "transactions" in checks:
-        d = checks["transactions"].get("details") or {}
-        found = ", ".join(f"{k} x{n}" for k, n in (d.get("found") or {}).items()) or "no anomaly"
-        t = d.get("txns") or {}
-        return (f"{t.get('ok', 0)}/{t.get('fail', 0)}/{t.get('info', 0)} txns ok/fail/info, "
-                f"{'held' if d.get('valid_models') is True else 'NOT'} {', '.join(d.get('consistency_models') or [])}, "
-                f"{found}, lost {d.get('lost', 0)}")
+        return s + f", unknown outcome {d.indeterminate}"
+    if "invariant" in verdict.checks:
+        return "invariant " + ("held" if verdict.validity("invariant") is True else "BROKEN")
+    t = verdict.transactions
+    if t is not None:
+        n = t.txns
+        return (f"{n.get('ok', 0)}/{n.get('fail', 0)}/{n.get('info', 0)} txns ok/fail/info, "
+                f"{'held' if t.valid_models is True else 'NOT'} {', '.join(t.consistency_models)}, "
+                f"{t.found_text()}, lost {t.lost}")
     return ""
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..checks import UNKNOWN, check_run
+from ..checks import UNKNOWN, RunVerdict, check_run
 from ..txn.check import holds
 from ..history import OK, History
 from .spec import OBJECTIVES, Gate, matches
@@ -52,52 +52,54 @@ def _r(x):
     return round(x, 3) if isinstance(x, float) and math.isfinite(x) else x
 
 
-def measure(run: Run, verdict: dict) -> dict:
+def measure(run: Run, verdict: RunVerdict) -> dict:
     """Every figure an objective can bound, from the run's record and verdict."""
-    checks = verdict["checks"]
-    av = checks.get("availability", {}).get("details", {})
-    lat = checks.get("latency", {}).get("details", {})
-    err = checks.get("errors", {}).get("details", {})
-    exp = checks.get("expectation", {}).get("details", {})
+    av = verdict.availability
+    lat = verdict.latency
+    err = verdict.errors
+    exp = verdict.expectation
+    tx = verdict.transactions
     record = run.history.run or {}
     plan = record.get("expectation") or {}
     marks = record.get("marks") or {}
-    objectives = {o["name"]: o for o in exp.get("objectives", [])}
+
+    def objective(name):
+        o = exp.objective(name) if exp is not None else None
+        return None if o is None else o.measured
+
+    every = err.all if err is not None else None
     m: dict = {
-        "outage_s": av.get("longest_outage_s"),
-        "outage_per_node_s": {n: (av.get("per_node", {}).get(n) or {}).get("longest_outage_s")
-                              for n in plan.get("serving") or []},
-        "throughput_back_s": av.get("throughput_recovered_s"),
-        "detection_s": (objectives.get("detection") or {}).get("measured"),
-        "recovery_s": (objectives.get("recovery") or {}).get("measured"),
+        "outage_s": av.longest_outage_s if av else None,
+        "outage_per_node_s": {n: (av.per_node.get(n) if av else None) for n in plan.get("serving") or []},
+        "throughput_back_s": av.throughput_recovered_s if av else None,
+        "detection_s": objective("detection"),
+        "recovery_s": objective("recovery"),
         "first_success_s": _first_success(run.history, marks.get("in_place")),
-        "error_classes": sorted(k for k, n in (err.get("all", {}).get("by_class") or {}).items() if n),
-        "error_codes": sorted({c for e in (err.get("all", {}).get("codes") or [])
-                               for c in (e.get("errno"), e.get("engine_code")) if c is not None}),
-        "expectation_valid": checks.get("expectation", {}).get("valid"),
+        "error_classes": sorted(k for k, n in every.by_class.items() if n) if every else [],
+        "error_codes": sorted({c for e in every.codes for c in (e.errno, e.engine_code) if c is not None})
+        if every else [],
+        "expectation_valid": verdict.validity("expectation"),
         "cluster": None if not marks else ("stops" if marks.get("stopped_serving") is not None else "survives"),
-        "safety": {**{k: checks[k]["valid"] for k in ("durability", "invariant") if k in checks},
+        "safety": {**{k: verdict.validity(k) for k in ("durability", "invariant") if k in verdict.checks},
                    # a transactional run's acknowledged appends missing from its final read
-                   **({"transactions durability": not (checks["transactions"].get("details") or {}).get("lost")}
-                      if "transactions" in checks else {})},
-        "txn_found": (checks.get("transactions", {}).get("details") or {}).get("found")
-        if "transactions" in checks else None,
-        "verdict_valid": verdict["valid"],
+                   **({"transactions durability": not tx.lost} if tx is not None else {})},
+        "txn_found": tx.found if tx is not None and tx.decided else None,
+        "verdict_valid": verdict.valid,
     }
     for q in ("p50", "p99", "max"):
         per = {}
-        for ph, d in {**lat.get("phases", {}), "all": lat.get("all", {})}.items():
-            if d.get("count"):
-                per[ph] = d.get(f"{q}_ms")
-                for f, fd in (d.get("by_f") or {}).items():
-                    if fd.get("count"):
-                        per[f"{ph}.{f}"] = fd.get(f"{q}_ms")
+        for ph, d in ({**lat.phases, "all": lat.all} if lat else {}).items():
+            if d.count:
+                per[ph] = d.quantile(q)
+                for f, fd in d.by_f.items():
+                    if fd.count:
+                        per[f"{ph}.{f}"] = fd.quantile(q)
         m[f"latency_{q}_ms"] = per
     for key, field_ in (("failed_share", "fail"), ("indeterminate_share", "info")):
         per = {}
-        for ph, d in {**err.get("phases", {}), "all": err.get("all", {})}.items():
-            if d.get("ops"):
-                per[ph] = round(d[field_] / d["ops"], 6)
+        for ph, d in ({**err.phases, "all": err.all} if err else {}).items():
+            if d.ops:
+                per[ph] = round(getattr(d, field_) / d.ops, 6)
         m[key] = per
     return m
 
@@ -119,7 +121,7 @@ def _status(ok, severity: str) -> str:
 
 
 def judge(run: Run, gate: Gate, baseline: dict | None = None,
-          verdict: dict | None = None) -> tuple[list[Row], dict]:
+          verdict: RunVerdict | None = None) -> tuple[list[Row], dict]:
     """The rows of one run, and its measurements (what a later run's regression compares with).
     ``verdict``: the run's own verdict (``check_run`` of its record), reused unless the gate asks
     for another throughput level, which needs the availability checker again."""
@@ -127,7 +129,8 @@ def judge(run: Run, gate: Gate, baseline: dict | None = None,
     pct = objectives.get("throughput_back_pct")
     if verdict is None or pct is not None:
         verdict = check_run(run.history, None if pct is None else {"recovery_fraction": pct / 100.0})
-    pct = 100.0 * float(verdict["checks"].get("availability", {}).get("details", {}).get("recovery_fraction", 0.9))
+    av = verdict.availability
+    pct = 100.0 * (av.recovery_fraction if av is not None else 0.9)
     m = measure(run, verdict)
     rows: list[Row] = []
     sid = run.test_id

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from . import FAIL, GATE_FAILED, NOT_EVALUATED, WARN, Run, evaluate, judge, table
+from ..checks import RunVerdict
 from .evaluate import summarize
 from .results import load_baseline
 from .spec import Gate
@@ -66,7 +67,7 @@ class GatePlugin:
         why_not = getattr(sc, "skip_reason", None)
         return not (self.engine and why_not and why_not(self.engine))
 
-    def add(self, item, history, verdict: dict | None = None) -> tuple[list[dict], str]:
+    def add(self, item, history, verdict: RunVerdict | None = None) -> tuple[list[dict], str]:
         """A finished scenario: judged now; (its rows, the same as a text table) for its report,
         and one progress line."""
         ids, markers = scenario_ids(item)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..history import History, HistoryFormatError
+from ..record import ScenarioId
 from ..report.allure import RUN_ATTACHMENTS
 from ..report.results import attachments, read_results
 from .evaluate import Run, judge
@@ -17,10 +18,12 @@ from .spec import Entry, Gate
 
 def run_of(history: History, name: str) -> Run:
     """A Run from a run record; the scenario's ids and markers come from its header."""
-    sc = (history.run or {}).get("scenario") or {}
-    test_id = sc.get("test") or sc.get("name") or name
-    names = [x for x in (sc.get("name"), sc.get("nodeid")) if x and x != test_id]
-    return Run(test_id, list(sc.get("markers") or ([sc["family"]] if sc.get("family") else [])), history, names)
+    sc = ScenarioId.of((history.run or {}).get("scenario"))
+    if sc is None:
+        return Run(name, [], history, [])
+    test_id = sc.test or sc.name or name
+    names = [x for x in (sc.name, sc.nodeid) if x and x != test_id]
+    return Run(test_id, list(sc.markers or ([sc.family] if sc.family else [])), history, names)
 
 
 def _allure_run_files(d: Path) -> list[tuple[Path, str]]:

@@ -14,6 +14,7 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..checks.verdict import RunVerdict, word
 from .plot import memory_png, timeline_png
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,7 +98,7 @@ def _md(text) -> str:
     return s
 
 
-def describe(heading: str, measurements: dict, verdict: dict | None) -> None:
+def describe(heading: str, measurements: dict, verdict: RunVerdict | None) -> None:
     """The test's description: the heading, the measurement table and the verdict's lines; every
     numeric measurement also becomes a parameter "<name> [<unit>]" (what the trend graphs use)."""
     if not allure:
@@ -106,7 +107,7 @@ def describe(heading: str, measurements: dict, verdict: dict | None) -> None:
         f"| {m.name} | {_md(f'{m.value} {m.unit}')} | "
         f"{'' if m.bound is None else f'{m.bound:g} {m.unit}'} | {_md(m.note)} |"
         for m in measurements.values())
-    lines = "\n".join(f"* {_md(x)}" for x in (verdict or {}).get("summary", []))
+    lines = "\n".join(f"* {_md(x)}" for x in (verdict.summary if verdict is not None else []))
     allure.dynamic.description(f"{heading}\n\n| measurement | value | bound | note |\n|---|---|---|---|\n{rows}\n\n"
                                f"**verdict**\n\n{lines}\n")
     for m in measurements.values():
@@ -133,8 +134,8 @@ def attach_result(run, result) -> None:
     if run.soak is not None:
         attach_soak(run, result)
     attach_transactions(result.verdict)
-    attach_json(result.verdict, "verdict")
-    attach_json(result.phases, "phases")
+    attach_json(result.verdict.to_json(), "verdict")
+    attach_json([p.to_json() for p in result.phases], "phases")
     attach_json({k: m.__dict__ for k, m in run.measurements.items()}, "measurements")
     attach_json(run.observer.to_json(), "status samples")
     attach_json(run.cluster.journal.events(since=run.t0), "framework events")
@@ -142,36 +143,36 @@ def attach_result(run, result) -> None:
     attach_history(result.history)
 
 
-def attach_transactions(verdict: dict) -> None:
+def attach_transactions(verdict: RunVerdict) -> None:
     """A transactional run: every anomaly type found, allowed by the engine's promise or not, in
     words (which transactions, which edge, which key and value, why) and its cycle as a picture."""
-    check = (verdict.get("checks") or {}).get("transactions") or {}
-    tv = check.get("details")
-    if not tv or "model" not in tv:  # a checker that could not decide: its summary says why
-        if check:
-            attach_text(f"{check.get('valid')}: {check.get('summary')}\n", "transactions: anomalies")
+    tv = verdict.transactions
+    if tv is None:
         return
-    head = (f"model {tv['model']}; promised {', '.join(tv['consistency_models'])}"
-            f"{' (' + tv['promise'] + ')' if tv.get('promise') else ''}\n"
-            f"found: {', '.join(f'{k} x{n}' for k, n in (tv.get('found') or {}).items()) or 'no anomaly'}\n"
-            f"not: {', '.join(tv.get('not') or []) or '-'}; also not: {', '.join(tv.get('also_not') or []) or '-'}\n")
-    attach_text(head + "".join(f"\n{e['type']}\n{e['explanation']}\n" for e in tv.get("examples") or []),
+    if not tv.decided:  # a checker that could not decide: its summary says why
+        check = verdict.checks["transactions"]
+        attach_text(f"{check.valid}: {check.summary}\n", "transactions: anomalies")
+        return
+    head = (f"model {tv.model}; promised {', '.join(tv.consistency_models)}"
+            f"{' (' + tv.promise + ')' if tv.promise else ''}\n"
+            f"found: {tv.found_text()}\n"
+            f"not: {', '.join(tv.not_) or '-'}; also not: {', '.join(tv.also_not) or '-'}\n")
+    attach_text(head + "".join(f"\n{e['type']}\n{e['explanation']}\n" for e in tv.examples),
                 "transactions: anomalies")
-    for e in tv.get("examples") or []:
+    for e in tv.examples:
         if e.get("svg"):
             attach_svg(e["svg"], f"transactions: {e['type']} cycle")
 
 
-def faults_table(verdict: dict) -> str:
+def faults_table(verdict: RunVerdict) -> str:
     """A soak's faults, one row each: what, on which nodes, when, and its own verdict."""
-    fv = ((verdict.get("checks") or {}).get("faults") or {}).get("details") or {}
+    fv = verdict.faults
     rows = [f"{'#':>3}  {'fault':<30} {'targets':<16} {'from':>8} {'to':>8} {'ops':>7}  verdict"]
-    for s in fv.get("steps") or []:
-        word = {True: "valid", False: "INVALID"}.get(s["valid"], "unknown")
-        missed = [o for o in s.get("objectives") or [] if o["valid"] is not True]
-        why = "; ".join(f"{o['name']}: {o['measured']} (bound {o['bound']})" for o in missed)
-        rows.append(f"{s['index']:>3}  {s['scenario']:<30} {','.join(s.get('targets') or []):<16} "
-                    f"{s['begin']:>8.1f} {s['end']:>8.1f} {s['ops']:>7}  {word}{': ' + why if why else ''}")
+    for s in fv.steps if fv is not None else []:
+        missed = [o for o in s.objectives if o.valid is not True]
+        why = "; ".join(f"{o.name}: {o.measured} (bound {o.bound})" for o in missed)
+        rows.append(f"{s.index:>3}  {s.scenario:<30} {','.join(s.targets):<16} "
+                    f"{s.begin:>8.1f} {s.end:>8.1f} {s.ops:>7}  {word(s.valid)}{': ' + why if why else ''}")
     return "\n".join(rows) + "\n"
 
 
@@ -192,8 +193,8 @@ def attach_incomplete(run, history, events) -> None:
         return
     windows = [w.to_dict() for w in run.cluster.journal.windows(since=run.t0)]
     attach_json(windows, "fault windows (incomplete run)")
-    attach_json(run.phases, "phases (incomplete run)")
-    attach_json(run.marks, "marks (incomplete run)")
+    attach_json([p.to_json() for p in run.phases], "phases (incomplete run)")
+    attach_json(dict(run.marks), "marks (incomplete run)")
     attach_json({k: m.__dict__ for k, m in run.measurements.items()}, "measurements (incomplete run)")
     attach_json(run.observer.to_json(), "status samples (incomplete run)")
     attach_json(run.cluster.journal.events(since=run.t0), "framework events (incomplete run)")

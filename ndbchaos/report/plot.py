@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import io
 
+from ..checks.figures import Series
+from ..checks.verdict import RunVerdict
+from ..record import Phase
+
 FAULT_COLOURS = {"kill": "#E9A4A0", "stop": "#E9A4A0", "restart": "#E9A4A0", "pause": "#A0B1E9",
                  "partition": "#E9DCA0", "isolate": "#E9DCA0", "proxy": "#D1E8A0", "netem": "#D1E8A0"}
 STATE_COLOURS = {True: "#6DB6FE", False: "#FFAA26"}
@@ -27,22 +31,22 @@ MARKED_KINDS = {
 }
 
 
-def timeline_png(verdict: dict, history, windows: list[dict], lanes: dict[str, list] | None = None,
-                 title: str = "", events: list[dict] | None = None, phases: list[dict] | None = None) -> bytes:
+def timeline_png(verdict: RunVerdict, history, windows: list[dict], lanes: dict[str, list] | None = None,
+                 title: str = "", events: list[dict] | None = None, phases: list[Phase] | None = None) -> bytes:
     """Throughput per SQL node and errors from the availability checker's series (the figures
     the verdict judged), latency of every successful operation from the history."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ser = ((verdict.get("checks") or {}).get("availability") or {}).get("details", {}).get("series") or {}
-    bucket = float(ser.get("bucket_s") or 0.1)
-    t_start = float(ser.get("t0") or 0.0)
-    nb = max(1, len(ser.get("ok") or []))
+    av = verdict.availability
+    ser = av.series if av is not None else Series()
+    bucket, t_start = ser.bucket_s, ser.t0
+    nb = max(1, len(ser.ok))
     t_end = t_start + nb * bucket
-    ok = ser.get("ok_by_node") or {}
+    ok = ser.ok_by_node
     nodes = sorted(ok)
-    err, info = ser.get("fail") or [0] * nb, ser.get("info") or [0] * nb
+    err, info = ser.fail or [0] * nb, ser.info or [0] * nb
     c = history.cols
     c.flush()
     lat_t, lat_v = [], []
@@ -100,10 +104,9 @@ def timeline_png(verdict: dict, history, windows: list[dict], lanes: dict[str, l
         ax_l.set_yticklabels(names, fontsize=8)
         ax_l.set_ylabel("node state")
     for ph in phases or []:
-        if ph.get("start") is not None:
-            for ax in axes:
-                ax.axvline(ph["start"], color="#888888", lw=0.6, ls="--")
-            ax_tp.text(ph["start"], 0, f" {ph['name']}", fontsize=7, color="#555555", va="bottom")
+        for ax in axes:
+            ax.axvline(ph.start, color="#888888", lw=0.6, ls="--")
+        ax_tp.text(ph.start, 0, f" {ph.name}", fontsize=7, color="#555555", va="bottom")
     axes[-1].set_xlabel("seconds on the run clock (markers: engine log events)")
     if title:
         fig.suptitle(title)

@@ -4,12 +4,13 @@ a transactional run what the anomaly checker found)."""
 
 from __future__ import annotations
 
+from ..checks.verdict import RunVerdict
 
-def scenario_line(name: str, measurements: dict, verdict: dict) -> str:
-    valid = verdict.get("valid")
-    checks = verdict.get("checks") or {}
+
+def scenario_line(name: str, measurements: dict, verdict: RunVerdict) -> str:
+    valid = verdict.valid
     word = "PASS" if valid is True else ("UNKNOWN" if valid == "unknown" else "FAIL")
-    failed = [k for k, c in checks.items() if c.get("valid") is not True]
+    failed = verdict.failed()
     parts = []
     for key, label in (("detection", "detection"), ("stopped serving", "stopped serving"),
                        ("shut down", "shut down")):
@@ -23,11 +24,10 @@ def scenario_line(name: str, measurements: dict, verdict: dict) -> str:
     rec = measurements.get("recovery")
     if rec is not None and isinstance(rec.value, (int, float)):
         parts.append(f"recovery {rec.value:.1f} s")
-    tx = (checks.get("transactions") or {}).get("details")
-    if tx:
-        found = ", ".join(f"{k} x{n}" for k, n in (tx.get("found") or {}).items()) or "no anomaly"
-        held = "held" if tx.get("valid_models") is True else "NOT"
-        parts.append(f"txn {held} {', '.join(tx.get('consistency_models') or [])}: {found}")
+    tx = verdict.transactions
+    if tx is not None and tx.decided:
+        held = "held" if tx.valid_models is True else "NOT"
+        parts.append(f"txn {held} {', '.join(tx.consistency_models)}: {tx.found_text()}")
     head = f"ndbchaos: {name} {word}" + (f" ({', '.join(failed)})" if failed and valid is not True else "")
     return head + ("  " + " | ".join(parts) if parts else "")
 

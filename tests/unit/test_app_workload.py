@@ -247,7 +247,7 @@ def _run(orders, lost=(), bad_final=False, extra=()):
 
 
 def test_judged_like_the_built_in_workloads(orders):
-    v = check_history(_run(orders))
+    v = check_history(_run(orders)).to_json()
     assert v["valid"] is True, v["summary"]
     assert set(v["checks"]) == {"availability", "latency", "errors", "durability", "invariant"}
     d = v["checks"]["durability"]
@@ -257,7 +257,7 @@ def test_judged_like_the_built_in_workloads(orders):
 
 
 def test_a_lost_order_and_a_broken_invariant_fail_it(orders):
-    v = check_history(_run(orders, lost={A.KEY_SPAN + 7}, bad_final=True))
+    v = check_history(_run(orders, lost={A.KEY_SPAN + 7}, bad_final=True)).to_json()
     assert v["valid"] is False
     assert v["checks"]["durability"]["lost"] == 1
     inv = v["checks"]["invariant"]
@@ -266,7 +266,7 @@ def test_a_lost_order_and_a_broken_invariant_fail_it(orders):
 
 def test_an_audit_that_breaks_the_invariant_during_the_run(orders):
     bad = {"stock": {str(i): 5 for i in range(20)}, "ordered": {}}
-    v = check_history(_run(orders, extra=[(3, "audit", bad, "ok", 2.0, 2.1, "sql2")]))
+    v = check_history(_run(orders, extra=[(3, "audit", bad, "ok", 2.0, 2.1, "sql2")])).to_json()
     assert v["checks"]["invariant"]["valid"] is False and v["checks"]["invariant"]["bad"] == 1
 
 
@@ -281,7 +281,7 @@ def test_without_the_projects_code_the_invariant_is_unknown_and_durability_still
     h = _run(orders, lost={A.KEY_SPAN + 7})
     h.params["declared"]["ref"] = "gone_app.chaos:Orders"
     W.WORKLOADS.pop("orders", None)
-    v = check_history(h)
+    v = check_history(h).to_json()
     inv = v["checks"]["invariant"]
     assert inv["valid"] == "unknown" and "cannot be imported" in inv["summary"]
     assert v["checks"]["durability"]["lost"] == 1 and v["valid"] is False

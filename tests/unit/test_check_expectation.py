@@ -59,7 +59,7 @@ def record(**over):
 
 def judge(h, run):
     h.run = run
-    v = check_run(h)
+    v = check_run(h).to_json()
     return v, {o["name"]: o for o in v["checks"]["expectation"]["details"]["objectives"]}
 
 
@@ -259,10 +259,10 @@ def test_a_saved_run_gives_the_same_verdict_again():
     h = history(gap_on="sql2", gap=(10.0, 12.0),
                 errors=[(10.5, "sql2", ErrorInfo(1297, 4010, "temporary", "Got temporary error 4010"))])
     h.run = record(check_options={"allowed_error_classes": ["temporary"]})
-    live = check_run(h)
+    live = check_run(h).to_json()
     buf = io.StringIO()
     h.dump(buf)
-    again = check_run(History.load(io.StringIO(buf.getvalue())))
+    again = check_run(History.load(io.StringIO(buf.getvalue()))).to_json()
     assert again == live and again["valid"] is True
     assert again["checks"]["errors"]["details"]["allowed_classes"] == ["temporary"]
 

@@ -32,7 +32,7 @@ def excerpt() -> History:
 def faults_of(h: History, run: dict) -> dict:
     h = copy.copy(h)
     h.run = run
-    return check_run(h)["checks"]["faults"]
+    return check_run(h).to_json()["checks"]["faults"]
 
 
 def test_the_excerpt_is_small_and_is_the_step_of_fault_4(excerpt):

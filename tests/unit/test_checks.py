@@ -24,7 +24,7 @@ def hist(workload: str, ops, params=None) -> History:
 
 
 def run(h, windows=None, **options):
-    res = check_history(h, windows, options)
+    res = check_history(h, windows, options).to_json()
     json.dumps(res, allow_nan=False)  # always plain JSON
     return res
 
@@ -478,7 +478,7 @@ def test_a_checker_that_fails_is_an_unknown_verdict_not_a_crash():
         h = History("ledger", {})
         h.add(0, "insert", 1, "ok", 0.0, 0.01, "sql1")
         h.add(0, "read", [1], "ok", 0.02, 0.03, "sql1")
-        v = check_history(h)
+        v = check_history(h).to_json()
     finally:
         GENERIC[:] = saved
     assert v["valid"] == "unknown"

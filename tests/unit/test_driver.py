@@ -41,6 +41,7 @@ def _run(exp: Expectation, status_t=103.0):
     run.workload = SimpleNamespace(name="ledger")
     run.marks, run.check_options = {}, {}
     run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
+    run.set_check_options.side_effect = lambda **kw: run.check_options.update(kw)
     st = ClusterStatus(status_t, [], True, [])
     run.wait_status.return_value = (st, 1.0)
     run.wait_healthy.return_value = (st, 5.0)

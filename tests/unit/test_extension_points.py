@@ -44,7 +44,7 @@ def test_a_checker_is_one_register_line():
         register("quiet", quiet)
         h = History("ledger", {})
         h.add(0, "insert", 1, "ok", 0.0, 0.1, "sql1")
-        v = check_history(h)
+        v = check_history(h).to_json()
     finally:
         GENERIC[:] = saved
     assert v["checks"]["quiet"] == {"name": "quiet", "valid": True, "summary": "1 ops", "n": 1, "details": {"n": 1}}

@@ -253,15 +253,15 @@ def test_a_reports_folder_is_judged_from_the_results_inside_it(tmp_path, capsys)
 
 
 def test_a_declared_consistency_model_fails_on_an_anomaly_it_forbids_whatever_the_severity(tmp_path):
-    from ndbchaos.checks import check_run
+    from ndbchaos.checks import RunVerdict, check_run
     from ndbchaos.gate.evaluate import judge
     r = run()
     verdict = check_run(r.history)
 
     def with_txns(found, lost=0):
-        v = json.loads(json.dumps(verdict))
-        v["checks"]["transactions"] = {"valid": True, "details": {"found": found, "lost": lost}}
-        return v
+        v = verdict.to_json()
+        v["checks"]["transactions"] = {"valid": True, "details": {"model": "list-append", "found": found, "lost": lost}}
+        return RunVerdict.from_json(v)
 
     g = gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\nseverity = "warn"\n'
                             'consistency_models = ["read-committed"]\n')

@@ -320,4 +320,4 @@ def test_a_run_judged_live_and_from_its_saved_file_sees_the_same_times(tmp_path)
     live.write_jsonl(saved)
     again = History.read(saved)
     assert [(op.start, op.end) for op in live] == [(op.start, op.end) for op in again]
-    assert check(live)["checks"]["latency"] == check(again)["checks"]["latency"]
+    assert check(live).to_json()["checks"]["latency"] == check(again).to_json()["checks"]["latency"]

@@ -151,6 +151,9 @@ def _run(duration_clock):
     run.workload = SimpleNamespace(name="ledger")
     run.marks, run.check_options, run.memory = {}, {}, []
     run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
+    run.set_check_options.side_effect = lambda **kw: run.check_options.update(kw)
+    run.declare_soak.side_effect = lambda d: setattr(run, "soak", {**d, "schedule": []})
+    run.keep_memory.side_effect = lambda samples: setattr(run, "memory", list(samples))
     run.hold.side_effect = lambda s: setattr(duration_clock, "t", duration_clock.t + s)
     st = ClusterStatus(0.0, [], True, [])
     run.wait_status.return_value = (st, 1.0)
@@ -167,6 +170,7 @@ def _run(duration_clock):
 
         def __enter__(self):
             entered.append(self.info)
+            run.soak["schedule"].append(self.info)
             return self.info
 
         def __exit__(self, *exc):
@@ -283,7 +287,7 @@ def test_each_fault_is_judged_on_its_span_and_the_whole_run_at_the_end():
     # the first fault stopped sql1 (its own node: no requirement to serve); sql2 served throughout
     h.run = _record([_step(1, 15.0, 40.0, 22.0, 30.0, 31.0, ["sql2"], ["sql1"]),
                      _step(2, 40.0, 60.5, 45.0, 50.0, 51.0, ["sql1", "sql2"], [])])
-    v = check_run(h)
+    v = check_run(h).to_json()
     faults = v["checks"]["faults"]
     assert faults["faults"] == 2 and faults["failed"] == 0 and faults["valid"] is True, faults["summary"]
     assert "durability" in v["checks"] and v["checks"]["durability"]["valid"] is True
@@ -297,7 +301,7 @@ def test_a_fault_whose_expectation_is_missed_fails_the_run_and_says_which():
     # the second step claims sql1 must keep serving during the first fault's outage: it did not
     h.run = _record([_step(1, 15.0, 40.0, 22.0, 30.0, 31.0, ["sql2"], ["sql1"]),
                      _step(2, 15.0, 40.0, 22.0, 30.0, 31.0, ["sql1", "sql2"], [])])
-    v = check_run(h)
+    v = check_run(h).to_json()
     faults = v["checks"]["faults"]
     assert faults["valid"] is False and faults["failed"] == 1
     assert "#2 lose_one_sql_node" in faults["summary"] and "outage on sql1" in faults["summary"]
@@ -308,7 +312,7 @@ def test_a_fault_whose_expectation_is_missed_fails_the_run_and_says_which():
 def test_a_soak_that_played_no_fault_is_not_a_pass():
     h = _history()
     h.run = _record([])
-    assert check_run(h)["checks"]["faults"]["valid"] == "unknown"
+    assert check_run(h).to_json()["checks"]["faults"]["valid"] == "unknown"
 
 
 def test_crash_windows_and_allowed_classes_of_the_steps_apply_to_the_whole_history():

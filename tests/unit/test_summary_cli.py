@@ -52,7 +52,8 @@ def test_no_results_is_one_line(tmp_path, capsys):
 def test_rows_are_named_by_scenario_and_transactions_are_summed_up(tmp_path, capsys):
     write_result(tmp_path, "test_txn", {**m("recovery", 20.0, 60.0)},
                  {"checks": {"transactions": {"details": {
-                     "found": {"G-single-item": 3, "lost-update": 1}, "txns": {"ok": 900, "fail": 40, "info": 2},
+                     "model": "list-append", "found": {"G-single-item": 3, "lost-update": 1},
+                     "txns": {"ok": 900, "fail": 40, "info": 2},
                      "valid_models": True, "consistency_models": ["read-committed"], "lost": 0}}}})
     res = tmp_path / "test_txn-result.json"
     r = json.loads(res.read_text())
@@ -65,13 +66,15 @@ def test_rows_are_named_by_scenario_and_transactions_are_summed_up(tmp_path, cap
 
 
 def test_the_terminal_line_of_a_scenario():
+    from ndbchaos.checks import RunVerdict
     from ndbchaos.report.terminal import scenario_line
     from ndbchaos.scenario import Measurement
     ms = {"detection": Measurement("detection", 4.31, "s"), "outage on sql1": Measurement("outage on sql1", 0.2, "s"),
           "outage on sql2": Measurement("outage on sql2", 0.24, "s"), "recovery": Measurement("recovery", 22.3, "s")}
-    line = scenario_line("kill_one_data_node", ms, {"valid": True, "checks": {"durability": {"valid": True}}})
+    line = scenario_line("kill_one_data_node", ms,
+                         RunVerdict.from_json({"valid": True, "checks": {"durability": {"valid": True}}}))
     assert line == ("ndbchaos: kill_one_data_node PASS  detection 4.3 s | outage sql1 0.2 s, sql2 0.2 s | "
                     "recovery 22.3 s")
-    bad = scenario_line("x", {}, {"valid": False, "checks": {"durability": {"valid": False},
-                                                             "latency": {"valid": True}}})
+    bad = scenario_line("x", {}, RunVerdict.from_json({"valid": False, "checks": {"durability": {"valid": False},
+                                                                                 "latency": {"valid": True}}}))
     assert bad == "ndbchaos: x FAIL (durability)"

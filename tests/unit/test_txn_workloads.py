@@ -156,7 +156,7 @@ def _run(txns, final, crash=None, models=("read-committed",)):
     opts = {"consistency_models": list(models)}
     if crash is not None:
         opts.update(gcp_loss_window_s=2.0, cluster_crash_at=crash)
-    return check_history(h, None, opts)["checks"]["transactions"]
+    return check_history(h, None, opts).to_json()["checks"]["transactions"]
 
 
 def test_a_lost_acknowledged_append_fails_whatever_the_models_allow():
@@ -201,5 +201,5 @@ def test_a_register_run_is_judged_without_a_list_durability_check():
     h.add(0, "txn", [["w", 1, 1]], "ok", 0.0, 1.0, "sql1")
     h.add(1, "txn", [["r", 1, 1], ["w", 1, 2]], "ok", 2.0, 3.0, "sql1")
     h.add(FINAL_PROCESS, "txn", [["r", 1, 2], ["r", 2, None]], "ok", 50.0, 51.0, "sql1")
-    v = check_history(h, None, {"consistency_models": ["read-committed"]})["checks"]["transactions"]
+    v = check_history(h, None, {"consistency_models": ["read-committed"]}).to_json()["checks"]["transactions"]
     assert v["valid"] is True and v["lost"] == 0 and v["details"]["model"] == "rw-register"
