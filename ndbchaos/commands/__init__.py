@@ -12,6 +12,7 @@ HELP = {
     "export": "write a transactional run in Jepsen/Elle's history format",
     "fault": "apply a fault to a running cluster (and leave it), or heal all",
     "gate": "judge a finished run's results against a gate file",
+    "layout": "print the config.ini (or --compose, --mycnf) of an NDB layout spec, starting nothing",
     "lab": "start or remove the inventory lab (eight ssh hosts running MySQL Cluster)",
     "reap": "remove containers and networks a killed run left behind",
     "setup": "install what scenario runs need: Docker engine, Compose v2, native driver, images",

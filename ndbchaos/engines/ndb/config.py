@@ -18,6 +18,9 @@ SECTION_TYPES = {
     "mysqld": "API", "api": "API",
 }
 
+#: NodeGroup of a data node in no node group (M95 mysql-cluster-ndbd-definition: "set it to 65536")
+NO_NODEGROUP = 65536
+
 _SECTION = re.compile(r"^\[\s*(?P<name>[A-Za-z_]+)(?:\s+(?P<default>default))?\s*\]\s*$", re.I)
 _PARAM = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)\s*[=:]\s*(?P<value>.*?)\s*$")
 
@@ -65,7 +68,14 @@ class NdbConfig:
 
     @property
     def data_nodes(self) -> list[ConfigNode]:
-        return self.of_type("NDB")
+        """Data nodes in a node group: the members every rule counts. A data node configured with
+        ``NodeGroup=65536`` is in none until ``CREATE NODEGROUP`` (ndb-operations 1.1): ``spare_nodes``."""
+        return [n for n in self.of_type("NDB") if n.nodegroup != NO_NODEGROUP]
+
+    @property
+    def spare_nodes(self) -> list[ConfigNode]:
+        """Data nodes in no node group (``NodeGroup=65536``)."""
+        return [n for n in self.of_type("NDB") if n.nodegroup == NO_NODEGROUP]
 
     @property
     def mgm_nodes(self) -> list[ConfigNode]:

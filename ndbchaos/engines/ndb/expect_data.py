@@ -72,6 +72,8 @@ def data_loss(f: Facts, arbitrator, lost: set[int], simultaneous: bool, fam: str
                                                          "4010 of unknown outcome (finding 22)",
                                        "after": "none"},
                      "timing": f.timing})
+    if not survivors:
+        return everyone_lost(f, arbitrator, lost, steps, fam)
     return Expectation(
         family=fam, survivors_serve=False, cluster_survives=False,
         rule=(f"{SEC51}: {text} -> every remaining data node shuts down (2305); "
@@ -87,6 +89,26 @@ def data_loss(f: Facts, arbitrator, lost: set[int], simultaneous: bool, fam: str
                  "client_errors": {"expected": [4009], "class": "unknown",
                                    "text": "ERROR 1296: Got error 4009 'Cluster Failure' from NDBCLUSTER "
                                            "(or 157 / connection errors); NR-class 1297 errors while it shuts down"},
+                 "timing": f.timing})
+
+
+def everyone_lost(f: Facts, arbitrator, lost: set[int], steps: list, fam: str) -> Expectation:
+    """Every data node lost at once (a one-group layout's node group): no survivor is left to
+    make an arbitration check or shut down, so none of the events of a lost check can appear
+    (measured on 9.7.2, nodegroups=1,replicas=3: the expectation that asked for them failed);
+    what the nodes log is the system restart after the heal, as when every data node is killed
+    (``system_restart`` how=kill)."""
+    return Expectation(
+        family=fam, survivors_serve=False, cluster_survives=False,
+        rule=(f"{SEC51}: {steps[0]['check']}: every data node is lost, none is left to check or shut down; "
+              "the cluster needs a system restart"),
+        # the API nodes lose every data node's connection at once (a kill closes them)
+        detection_bound_s=f.det_data, recovery_bound_s=f.rec_system, recovery="system_restart",
+        details={"decision": steps, "lost": f.names(lost), "shut_down": [], "arbitrator": arbitrator,
+                 "gcp_loss_window_s": crash_loss_window_s(f.tm),
+                 "expected_events": ["system_restart", "restart_gci"],
+                 "client_errors": {"expected": [4009], "class": "unknown",
+                                   "text": "4009 'Cluster Failure' and connection errors while no data node runs"},
                  "timing": f.timing})
 
 

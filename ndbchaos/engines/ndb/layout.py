@@ -18,12 +18,17 @@ from ... import runtime
 from ... import topology as TP
 from ...errors import InventoryError, UsageError
 from ...resources import COMPOSE_DIR
-from .config import NdbConfig, read_config, replace_prefix
+from .config import NdbConfig, parse_config_ini, read_config, replace_prefix
 from .image import choose as choose_image
 from .image import ensure as ensure_image
 from .liveconfig import check as check_live_config
 from .liveconfig import parse as parse_live_config
 from .liveconfig import queries as live_config_queries
+from .render import SPEC_LABEL
+from .render import compose as render_compose
+from .render import config_ini as render_config_ini
+from .render import my_cnf as render_my_cnf
+from .spec import LayoutSpec, resolve
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...inventory.cluster import InventoryCluster
@@ -35,6 +40,30 @@ LAYOUTS = {
     "default": ("ndb.yml", "ndb/config.ini", "ndb/my.cnf", "10.213.77"),
     "small": ("ndb-small.yml", "ndb/config-small.ini", "ndb/my-small.cnf", "10.213.78"),
 }
+#: default subnet of a layout generated from a spec (``spec``, ``render``): one of its own, so a
+#: default, a small and a generated cluster can run at the same time
+GENERATED_NET = "10.213.79"
+
+
+def _cached(name: str, suffix: str, text: str) -> Path:
+    """``text`` in the tool cache as ``<name>-<content hash><suffix>``, written atomically once."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    dst = runtime.TOOLS_DIR.parent / "ndb" / f"{name}-{digest}{suffix}"
+    if not dst.exists():
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dst.with_suffix(dst.suffix + f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(dst)
+    return dst
+
+
+def _slug(spec: LayoutSpec) -> str:
+    """``nodegroups=3,replicas=2,...`` -> ``ng3-r2-sql2-mgm2-spare0`` (a file name)."""
+    return f"ng{spec.nodegroups}-r{spec.replicas}-sql{spec.sql}-mgm{spec.mgm}-spare{spec.spare}"
+
+
+def _default_net(layout: str) -> str:
+    return LAYOUTS[layout][3] if layout in LAYOUTS else GENERATED_NET
 
 
 def normalize_subnet(value: str) -> str:
@@ -66,34 +95,45 @@ class LayoutMixin:
         ensure_image(choose_image(options))
 
     def layout(self, options: dict) -> str:
-        lay = (options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default").strip().lower()
-        if lay not in LAYOUTS:
-            raise UsageError(f"unknown NDB layout {lay!r} (expected {' or '.join(LAYOUTS)})")
-        return lay
+        """The layout in use: ``default``, ``small`` or a spec's canonical text
+        (``nodegroups=3,replicas=2,sql=2,mgm=2,spare=0``): option ndb_layout, else
+        NDBCHAOS_NDB_LAYOUT, else default. UsageError (one line) for an impossible spec."""
+        return resolve(options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default")[0]
+
+    def layout_spec(self, options: dict) -> LayoutSpec:
+        return resolve(self.layout(options))[1]
+
+    def layout_text(self, options: dict, which: str) -> str:
+        """The text of the layout's ``config.ini``, ``my.cnf`` or ``compose`` file, for the subnet in
+        use, without writing anything (``ndbchaos layout``)."""
+        lay, net = self.layout(options), self.subnet(options)
+        if lay in LAYOUTS:
+            name, ini, cnf, default_net = LAYOUTS[lay]
+            text = (COMPOSE_DIR / {"config.ini": ini, "my.cnf": cnf, "compose": name}[which]).read_text()
+            return text if which == "compose" else replace_prefix(text, default_net, net)
+        spec = resolve(lay)[1]
+        if which == "compose":
+            return render_compose(spec, net)
+        return (render_config_ini if which == "config.ini" else render_my_cnf)(spec, net)
 
     def subnet(self, options: dict) -> str:
         v = options.get("ndb_subnet") or os.environ.get("NDBCHAOS_NDB_SUBNET")
-        return normalize_subnet(v) if v else LAYOUTS[self.layout(options)][3]
+        return normalize_subnet(v) if v else _default_net(self.layout(options))
 
     def config_files(self, options: dict) -> tuple[Path, Path]:
-        """(config.ini, my.cnf) in use: the shipped files, or copies rendered for another subnet."""
-        _, ini, cnf, default_net = LAYOUTS[self.layout(options)]
+        """(config.ini, my.cnf) in use: the shipped files, copies rendered for another subnet, or
+        those generated from a spec (content-hashed names in the tool cache)."""
+        lay, net = self.layout(options), self.subnet(options)
+        if lay not in LAYOUTS:
+            spec = resolve(lay)[1]
+            return (_cached(f"config-{_slug(spec)}-{net}", ".ini", render_config_ini(spec, net)),
+                    _cached(f"my-{_slug(spec)}-{net}", ".cnf", render_my_cnf(spec, net)))
+        _, ini, cnf, default_net = LAYOUTS[lay]
         ini_p, cnf_p = COMPOSE_DIR / ini, COMPOSE_DIR / cnf
-        net = self.subnet(options)
         if net == default_net:
             return ini_p, cnf_p
-        out = []
-        for src in (ini_p, cnf_p):
-            text = replace_prefix(src.read_text(), default_net, net)
-            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-            dst = runtime.TOOLS_DIR.parent / "ndb" / f"{src.stem}-{net}-{digest}{src.suffix}"
-            if not dst.exists():
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                tmp = dst.with_suffix(dst.suffix + ".tmp")
-                tmp.write_text(text)
-                tmp.replace(dst)
-            out.append(dst)
-        return out[0], out[1]
+        return tuple(_cached(f"{src.stem}-{net}", src.suffix, replace_prefix(src.read_text(), default_net, net))
+                     for src in (ini_p, cnf_p))
 
     #: the configuration read from a running cluster (an inventory's: ``check_inventory``); when
     #: set, it is the configuration of this engine's cluster instead of a shipped config.ini
@@ -145,7 +185,14 @@ class LayoutMixin:
         return options.get("ndb_root_password") or os.environ.get("NDBCHAOS_NDB_ROOT_PASSWORD") or DEFAULT_ROOT_PASSWORD
 
     def compose_files(self, options: dict) -> list[Path]:
-        return [COMPOSE_DIR / LAYOUTS[self.layout(options)][0]] + [Path(p) for p in options.get("overlays", [])]
+        lay = self.layout(options)
+        if lay in LAYOUTS:
+            main = COMPOSE_DIR / LAYOUTS[lay][0]
+        else:
+            spec, net = resolve(lay)[1], _default_net(lay)
+            ini, cnf = self.config_files({**options, "ndb_subnet": net})
+            main = _cached(f"ndb-{_slug(spec)}", ".yml", render_compose(spec, net, str(ini), str(cnf)))
+        return [main] + [Path(p) for p in options.get("overlays", [])]
 
     def compose_env(self, options: dict) -> dict[str, str]:
         ini, cnf = self.config_files(options)
@@ -212,7 +259,8 @@ class LayoutMixin:
         for lay in [first] + [x for x in LAYOUTS if x != first]:
             cfg = cache.get(lay)
             if cfg is None:
-                cfg = cache[lay] = read_config(COMPOSE_DIR / LAYOUTS[lay][1])
+                cfg = cache[lay] = (read_config(COMPOSE_DIR / LAYOUTS[lay][1]) if lay in LAYOUTS
+                                    else parse_config_ini(render_config_ini(resolve(lay)[1])))
             if node.nodeid is not None:
                 cn = cfg.node(node.nodeid)
                 if cn is not None and cn.type == want:
@@ -254,7 +302,13 @@ class LayoutMixin:
                              "cannot tell the NDB layout")
         kind = {"MGM": TP.MGM, "NDB": TP.DATA, "API": TP.SQL}
         found = None
-        for lay, (_, ini, _, net) in LAYOUTS.items():
+        specs = {n.labels.get(SPEC_LABEL) for n in topology.nodes if n.labels.get(SPEC_LABEL)}
+        if len(specs) > 1:
+            raise UsageError(f"project {topology.project}: containers of more than one NDB layout: {sorted(specs)}")
+        if specs:  # a generated layout: its containers carry their spec
+            lay = self.layout({"ndb_layout": specs.pop()})
+            found = (lay, _default_net(lay))
+        for lay, (_, ini, _, net) in ({} if found else LAYOUTS).items():
             cfg = read_config(COMPOSE_DIR / ini)
             ids = {(kind[c.type], c.node_id) for c in cfg.nodes}
             if {c.node_id for c in cfg.data_nodes} == data_ids and labelled <= ids:

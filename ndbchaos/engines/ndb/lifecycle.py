@@ -17,6 +17,7 @@ from ...waiting import Deadline, wait_until
 from .mgm import all_started
 from .mgm import answered as mgm_answered
 from .rules import MGMD_START_BOUND
+from .spec import SPARE, available_mib, check_free
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...cluster import ComposeCluster
@@ -50,6 +51,8 @@ class LifecycleMixin:
         (wait until each answers SQL), then the client user and database."""
         budget = float(cluster.options.get("ndb_start_timeout") or 600)
         deadline = Deadline(budget)
+        if self.layout(cluster.options) != "default":  # what the machine holds now (spec.py)
+            check_free(self.layout_spec(cluster.options), available_mib())
         self._check_subnet_free(cluster)
         svc = self.services(cluster.options)
         up = ["up", "-d", "--pull", "never", "--no-deps"]
@@ -57,7 +60,9 @@ class LifecycleMixin:
         cluster.discover()
         for n in cluster.topology.role(TP.MGM):
             self._wait_mgm(cluster, n, min(90.0, deadline.remaining()))
-        cluster.compose(*up, *svc.get(TP.DATA, []))
+        # Spare data nodes (a generated layout's, in no node group) start with the others: no
+        # data node then waits StartNoNodegroupTimeout for them (ndb-operations 1.1).
+        cluster.compose(*up, *svc.get(TP.DATA, []), *svc.get(SPARE, []))
         cluster.discover()
         self._wait_data_started(cluster, deadline)
         for n in cluster.topology.role(TP.MGM):
