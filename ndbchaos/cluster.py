@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-from . import runtime
+from . import disks, runtime
 from . import topology as TP
 from .clock import RunClock
 from .engines.base import ClusterStatus, Engine
@@ -75,6 +75,7 @@ class ComposeCluster(ClusterHandle):
         self.started = True
         try:
             self.note("cluster_up_begin", project=self.project)
+            self._make_disks()
             self._start_with_pinned_ports()
             self.discover()
             status = self.wait_healthy(timeout - (time.monotonic() - t0))
@@ -86,6 +87,17 @@ class ComposeCluster(ClusterHandle):
             if not self.options.get("keep"):
                 self.down()
             raise
+
+    def _make_disks(self) -> None:
+        """With ``options["data_disk_mb"]``: each data node's data directory on a bounded disk of
+        that size (``ndbchaos.disks``), put in place by a compose overlay."""
+        size = self.options.get("data_disk_mb")
+        if not size:
+            return
+        services = self.engine.services(self.options).get(TP.DATA) or []
+        overlay = disks.make(self.project, services, int(size))
+        self.options["overlays"] = [*self.options.get("overlays", []), overlay]
+        self.note("disks_made", services=services, size_mb=int(size))
 
     def _start_with_pinned_ports(self, attempts: int = 3) -> None:
         """Start the engine with every published SQL port pinned to a host port chosen now.
@@ -204,6 +216,10 @@ def reap(project: str | None = None) -> list[str]:
         except Exception as e:
             if "not found" not in str(e).lower():
                 raise
+    # bounded disks (ndbchaos.disks): the project's, or those of every project with no container left
+    alive = {c.labels.get(TP.PROJECT) for c in runtime.project_containers(None)} if project is None else set()
+    for p in [project] if project is not None else [p for p in disks.projects() if p not in alive]:
+        removed += disks.release(p)
     return removed
 
 

@@ -27,7 +27,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import plans
+from . import disks, plans
 from .families import FAMILIES
 from .handle import ClusterHandle, ComposeProject
 from .waiting import wait_until
@@ -57,6 +57,7 @@ class Scenario:
     failover: bool = False  # clients move to the next SQL node when theirs is lost (ClientOptions.failover)
     engines: tuple[str, ...] = ()  # the engines where the scenario means something (empty: every engine)
     elsewhere: str = ""  # why it does not on the others (the skip reason)
+    needs_disk: bool = False  # its fault fills a data node's bounded disk (the cluster started with --data-disk)
 
     def skip_reason(self, engine: str) -> str | None:
         """Why this scenario does not run on ``engine`` (None: it does)."""
@@ -77,6 +78,9 @@ class Scenario:
         if why is None and self.route(cluster) and not isinstance(cluster, ComposeProject):
             why = (f"{self.name}: its clients go through a toxiproxy in front of the SQL nodes, which only the "
                    f"container backend places (not an inventory's hosts)")
+        if why is None and self.needs_disk and cluster.project not in disks.projects():
+            why = (f"{self.name}: its fault fills a data node's own disk, and this cluster's data nodes have none "
+                   "(start it with --data-disk SIZE, e.g. 512M: the container backend, root and loop devices)")
         return why
 
     def __repr__(self) -> str:

@@ -24,6 +24,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("sqlnode_loss", "an SQL node dies", "node_loss"),
     Family("partition", "the network splits", "partition"),
     Family("client_path", "faults between clients and SQL nodes (toxiproxy)", "client_path"),
+    Family("storage", "a data node's disk fills up (its data directory on a bounded disk: --data-disk SIZE)",
+           "node_loss"),
 )}
 
 #: markers that are not families

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from .cluster import ComposeCluster
+from .disks import parse_size_mb
 from .driver import play as drive
 from .engines import get_engine
 from .engines.choose import resolve_engine
@@ -119,6 +120,11 @@ def chaos_cluster(request, state: dict):
         gate.engine = engine_name  # scenarios for other engines only are not expected of this session
     options = {"galera_data_nodes": opt("--galera-data-nodes"), "keep": opt("--keep-cluster"),
                "seed": opt("--seed")}
+    if opt("--data-disk"):
+        try:
+            options["data_disk_mb"] = parse_size_mb(opt("--data-disk"))
+        except NdbChaosError as e:
+            pytest.exit(f"ndbchaos: --data-disk: {e}", returncode=2)
     if not opt("--no-toxiproxy"):
         try:
             options = with_toxiproxy(options)  # client-path faults in the same session

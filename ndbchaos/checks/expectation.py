@@ -241,8 +241,9 @@ def check(fr: Frame, opts: dict, run: dict, availability: dict | None = None) ->
         for e in events:
             if e.get("kind") == "forced_shutdown":
                 seen.setdefault(e.get("node"), []).append(e.get("exit_code"))
+        # a code, or the codes any of which the engine may give
         wrong = {n: seen.get(ids.get(n)) for n in shut if codes.get(n) is not None
-                 and codes[n] not in (seen.get(ids.get(n)) or [])}
+                 and not set(codes[n] if isinstance(codes[n], list) else [codes[n]]) & set(seen.get(ids.get(n)) or [])}
         objectives.append(_obj("exit codes", not wrong, wrong or {n: codes.get(n) for n in shut}, codes,
                                "forced shutdowns in the nodes' own logs"))
     on_heal = d.get("exit_on_heal") or {}

@@ -11,7 +11,8 @@ from . import HELP
 def register(sub) -> None:
     p = sub.add_parser("reap", help=HELP["reap"],
                        description="Removes every container and network labelled ndbchaos.project "
-                                   "(or only those of --project ID) and says what it removed. "
+                                   "(or only those of --project ID), and the bounded data disks of projects "
+                                   "with no container left (--data-disk), and says what it removed. "
                                    "Nothing without the label is touched.")
     p.add_argument("--project", help="only this run's project id")
     p.add_argument("--inventory", metavar="FILE",

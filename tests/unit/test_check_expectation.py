@@ -112,6 +112,13 @@ def test_a_cluster_that_must_stop():
     wrong["events"] = [{"t": 12.0, "kind": "forced_shutdown", "node": 12, "exit_code": 2315}]
     v, objs = judge(stop, wrong)
     assert objs["exit codes"]["valid"] is False and objs["exit codes"]["measured"] == {"data2": [2315]}
+    # codes any of which the rules allow (a full disk: 2813 measured, 2810 documented)
+    either = copy.deepcopy(run)
+    either["expectation"]["details"]["exit_codes"] = {"data2": [2813, 2810]}
+    either["events"] = [{"t": 12.0, "kind": "forced_shutdown", "node": 12, "exit_code": 2813}]
+    assert judge(stop, copy.deepcopy(either))[1]["exit codes"]["valid"] is True
+    either["events"][0]["exit_code"] = 2305
+    assert judge(stop, either)[1]["exit codes"]["valid"] is False
     # the nodes never stopped
     v, objs = judge(stop, record(exp=exp, details=details, marks={"stopped_serving": 10.0, "shut_down": None},
                                  events=run["events"]))

@@ -271,3 +271,22 @@ def test_a_node_failure_during_a_backup_aborts_it():
     e = eng.expectation("datanode_loss", cl, nodes=["data3"], during_backup=True)
     assert e.cluster_survives and e.details["expected_events"][-1] == "backup_aborted"
     assert e.details["backup"] == {"aborted_with": 1326}
+
+
+def test_a_full_disk_shuts_its_data_node_down_and_the_cluster_loses_it_as_a_failed_node():
+    eng, cl = fake_cluster()
+    e = eng.expectation("disk_full", cl, nodes=["data2"], arbitrator=1, succession=[11, 12, 13, 14])
+    assert e.cluster_survives and e.survivors_serve and e.recovery == "node_restart"
+    assert e.details["shut_down"] == ["data2"] and e.details["exit_codes"] == {"data2": [2813, 2810]}
+    # the next REDO write within two GCPs (TimeBetweenGlobalCheckpoints 2 s: the default) + slack
+    assert e.details["decision_bound_s"] == 2 * 2.0 + 2.0
+    assert e.detection_bound_s == e.details["decision_bound_s"] + eng.expectation(
+        "datanode_loss", cl, nodes=["data2"], arbitrator=1).detection_bound_s
+    assert e.details["expected_events"][0] == "forced_shutdown" and "arbitration_check_won" in e.details[
+        "expected_events"]
+    assert e.rule.startswith("docs/facts.md NDB 11") and "2813" in e.rule
+    # a whole node group's disks full: the cluster stops as when the group is lost
+    e2 = eng.expectation("disk_full", cl, nodes=["data1", "data2"], arbitrator=1)
+    assert not e2.cluster_survives and e2.recovery == "system_restart"
+    assert e2.details["exit_codes"] == {"data1": [2813, 2810], "data2": [2813, 2810], "data3": 2305, "data4": 2305}
+    assert e2.details["shut_down"] == ["data1", "data2", "data3", "data4"]

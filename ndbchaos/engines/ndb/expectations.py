@@ -15,12 +15,13 @@ from ..base import Expectation
 from .config import NdbConfig
 from .expect_data import datanode_loss, halves, nodegroup_loss, two_datanodes_different_ng
 from .expect_facts import Facts
+from .expect_storage import disk_full
 from .expect_restarts import (all_mgmnodes_loss, mgmnode_loss, restart_without_mgm, rolling_restart, sqlnode_loss,
                               system_restart)
 
 FAMILIES = ("datanode_loss", "two_datanodes_different_ng", "nodegroup_loss", "partition_halves_arbitrator_side",
             "arbitrator_isolated", "mgmnode_loss", "all_mgmnodes_loss", "datanode_restart_without_mgm",
-            "sqlnode_loss", "system_restart", "rolling_restart")
+            "sqlnode_loss", "system_restart", "rolling_restart", "disk_full")
 
 #: keywords each family reads (others are accepted, ignored and listed in
 #: ``details["ignored_keywords"]``, so a scenario written for any engine never crashes here)
@@ -37,6 +38,7 @@ FAMILY_KEYWORDS = {
     "sqlnode_loss": ("nodes", "lost"),
     "system_restart": ("how",),
     "rolling_restart": ("nodes",),
+    "disk_full": ("nodes", "lost", "arbitrator", "succession"),
 }
 
 LOST_CHOICE = {
@@ -137,4 +139,5 @@ FAMILY_RULES = {
     "sqlnode_loss": sqlnode_loss,
     "system_restart": system_restart,
     "rolling_restart": rolling_restart,
+    "disk_full": disk_full,
 }

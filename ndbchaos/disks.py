@@ -1,0 +1,169 @@
+"""Bounded disks for a Compose project's data nodes: each data node's data directory on a file
+system of its own, of a size we choose, so a storage fault can fill it (``ndbchaos.faults.disk``)
+without touching the host's disk.
+
+A disk is an ext4 image file (sparse: it takes only what is written), attached to a loop device
+and mounted on the host under ``disks_dir()/<project>/<service>``; a compose overlay bind-mounts
+that directory over the service's data directory (``/var/lib/mysql``: the anonymous volume of the
+compose file is replaced, the mount target being the same). A stopped or killed container keeps
+its disk, so its next start is a node restart, as with the volume.
+
+Every disk is named by its project: ``ComposeCluster.down`` releases the project's disks, and
+``reap`` (``ndbchaos reap``) releases those of any project with no container left. Releasing is
+unmount (lazily when busy), detach, delete. Needs root and loop devices (``/dev/loop-control``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from .errors import NdbChaosError, UsageError
+from .resources import cache_dir
+
+#: where the data directory of every engine's data node is in its container
+DATA_PATH = "/var/lib/mysql"
+#: the smallest and largest disk we make (MB): NDB's redo log alone is 256 MB in our config.ini
+MIN_MB, MAX_MB = 64, 65536
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def disks_dir() -> Path:
+    return Path(os.environ.get("NDBCHAOS_DISKS") or cache_dir() / "disks")
+
+
+def parse_size_mb(value) -> int:
+    """``512``, ``"512M"``, ``"2G"`` -> MB; anything else, or outside MIN_MB..MAX_MB: UsageError."""
+    m = re.fullmatch(r"\s*(\d+)\s*([MmGg]?)[Bb]?\s*", str(value))
+    if not m:
+        raise UsageError(f"disk size {value!r}: expected a number of MB, e.g. 512M or 2G")
+    mb = int(m.group(1)) * (1024 if m.group(2).lower() == "g" else 1)
+    if not MIN_MB <= mb <= MAX_MB:
+        raise UsageError(f"disk size {value!r}: between {MIN_MB} MB and {MAX_MB // 1024} GB")
+    return mb
+
+
+def _run(cmd: list[str], timeout: float = 60) -> str:
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise NdbChaosError(f"{' '.join(cmd)}: {e}") from None
+    if p.returncode != 0:
+        raise NdbChaosError(f"{' '.join(cmd)} failed (exit {p.returncode}): {(p.stderr or p.stdout).strip()[-300:]}")
+    return p.stdout
+
+
+def unavailable() -> str | None:
+    """Why bounded disks cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "bounded disks need root (mount, loop devices)"
+    if not Path("/dev/loop-control").exists():
+        return "no loop devices (/dev/loop-control is missing)"
+    for tool in ("mkfs.ext4", "mount", "umount", "losetup"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed"
+    return None
+
+
+def mounted(path: Path) -> bool:
+    return os.path.ismount(path)
+
+
+def project_dir(project: str) -> Path:
+    if not _NAME.fullmatch(project):
+        raise NdbChaosError(f"not a project id: {project!r}")
+    return disks_dir() / project
+
+
+def make(project: str, services: list[str], size_mb: int) -> Path:
+    """A disk of ``size_mb`` per service, mounted; returns the compose overlay that puts each
+    over its service's data directory. On failure, whatever was made is released."""
+    why = unavailable()
+    if why:
+        raise NdbChaosError(f"cannot make bounded disks: {why}")
+    root = project_dir(project)
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        volumes = {}
+        for svc in services:
+            if not _NAME.fullmatch(svc):
+                raise NdbChaosError(f"not a service name: {svc!r}")
+            img, mnt = root / f"{svc}.img", root / svc
+            with open(img, "wb") as f:
+                f.truncate(size_mb * 2**20)
+            # no blocks reserved for root (the data node runs as root: it would see them); no
+            # lazy inode table initialisation writing behind the fault's back
+            _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(img)],
+                 timeout=120)
+            mnt.mkdir(exist_ok=True)
+            _run(["mount", "-o", "loop", str(img), str(mnt)])
+            (mnt / "lost+found").rmdir()  # an empty data directory, as the volume was
+            volumes[svc] = {"volumes": [f"{mnt}:{DATA_PATH}"]}
+        overlay = root / "disks.yml"
+        overlay.write_text("# bounded disks of this project's data nodes (ndbchaos.disks)\n"
+                           + yaml.safe_dump({"services": volumes}, sort_keys=True))
+        return overlay
+    except BaseException:
+        release(project)
+        raise
+
+
+def mount_of(project: str, service: str) -> Path:
+    """The host directory of a service's disk; NdbChaosError when it has none."""
+    mnt = project_dir(project) / service
+    if not mounted(mnt):
+        raise NdbChaosError(f"{service} of project {project} has no bounded disk "
+                            "(start the cluster with a disk size: --data-disk SIZE)")
+    return mnt
+
+
+def usage(path: Path) -> tuple[int, int]:
+    """(free bytes, size bytes) of the file system at ``path``."""
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize, st.f_blocks * st.f_frsize
+
+
+def release(project: str) -> list[str]:
+    """Unmount and delete every disk of ``project``; what was released."""
+    root = project_dir(project)
+    if not root.exists():
+        return []
+    out = []
+    for mnt in sorted(p for p in root.iterdir() if p.is_dir()):
+        if mounted(mnt):
+            try:
+                _run(["umount", str(mnt)])
+            except NdbChaosError:
+                _run(["umount", "-l", str(mnt)])  # busy (a container still holds it): detached now, freed later
+        out.append(f"disk {project}/{mnt.name}")
+    _detach_loops(root)
+    shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+def _detach_loops(root: Path) -> None:
+    """Loop devices still attached to an image of ``root`` (a lazy unmount leaves them to the
+    kernel, which detaches them when the last user goes; autoclear does it): detach them."""
+    try:
+        out = _run(["losetup", "-n", "-O", "NAME,BACK-FILE", "-l"])
+    except NdbChaosError:
+        return
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].strip().startswith(str(root) + "/"):
+            subprocess.run(["losetup", "-d", parts[0]], capture_output=True, timeout=30)
+
+
+def projects() -> list[str]:
+    """Projects that have disks."""
+    d = disks_dir()
+    return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
+
+
+__all__ = ["DATA_PATH", "disks_dir", "make", "mount_of", "mounted", "parse_size_mb", "projects", "release",
+           "unavailable", "usage"]
