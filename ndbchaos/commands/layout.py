@@ -1,10 +1,13 @@
-"""ndbchaos layout: print the config.ini (or compose file, or my.cnf) of an NDB layout, starting nothing."""
+"""ndbchaos layout: print the config.ini (or compose file, or my.cnf) of an NDB layout, or of the
+twin of a user's cluster (--ndb-config), starting nothing."""
 
 from __future__ import annotations
 
 import sys
 
 from ..engines.ndb import NdbEngine
+from ..engines.ndb.layout import TWIN_PREFIX
+from ..errors import UsageError
 from . import HELP
 
 
@@ -14,8 +17,12 @@ def register(sub) -> None:
                                    "spec such as nodegroups=3,replicas=2,sql=2,mgm=2,spare=0 (keys optional: "
                                    "nodegroups 1, replicas 2, sql 2, mgm 2, spare 0). The files are those "
                                    "`pytest --ndb-layout SPEC` starts, for NDBCHAOS_NDB_SUBNET or the layout's "
-                                   "own subnet. Nothing is started or written. An impossible spec: one line, exit 2.")
-    p.add_argument("spec", help="default, small, or nodegroups=N,replicas=R,sql=S,mgm=M,spare=K")
+                                   "own subnet. With --ndb-config FILE, the twin of the cluster that config.ini "
+                                   "describes: its node ids, node groups, replicas, arbitration and failure "
+                                   "detection settings on containers, what was changed and why in its header. "
+                                   "Nothing is started or written. An impossible spec or file: one line, exit 2.")
+    p.add_argument("spec", nargs="?", help="default, small, or nodegroups=N,replicas=R,sql=S,mgm=M,spare=K")
+    p.add_argument("--ndb-config", metavar="FILE", help="the config.ini of your cluster: print its twin's files")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--compose", action="store_true", help="print the compose file instead")
     g.add_argument("--mycnf", action="store_true", help="print my.cnf instead")
@@ -23,6 +30,9 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    if bool(args.spec) == bool(args.ndb_config):
+        raise UsageError("give a layout (SPEC) or --ndb-config FILE, one of them")
     which = "compose" if args.compose else "my.cnf" if args.mycnf else "config.ini"
-    sys.stdout.write(NdbEngine().layout_text({"ndb_layout": args.spec}, which))
+    layout = args.spec or f"{TWIN_PREFIX}{args.ndb_config}"
+    sys.stdout.write(NdbEngine().layout_text({"ndb_layout": layout}, which))
     return 0

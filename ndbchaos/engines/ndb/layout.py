@@ -8,6 +8,7 @@ id in the cluster's own /24 (``LAYOUTS``' default prefix, or ``NDBCHAOS_NDB_SUBN
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -29,6 +30,7 @@ from .render import compose as render_compose
 from .render import config_ini as render_config_ini
 from .render import my_cnf as render_my_cnf
 from .spec import LayoutSpec, resolve
+from .twin import TwinLayout, twin_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...inventory.cluster import InventoryCluster
@@ -57,9 +59,36 @@ def _cached(name: str, suffix: str, text: str) -> Path:
     return dst
 
 
-def _slug(spec: LayoutSpec) -> str:
-    """``nodegroups=3,replicas=2,...`` -> ``ng3-r2-sql2-mgm2-spare0`` (a file name)."""
+def _slug(spec: LayoutSpec | TwinLayout) -> str:
+    """``nodegroups=3,replicas=2,...`` -> ``ng3-r2-sql2-mgm2-spare0``, a twin -> ``twin-<its file's
+    hash>`` (a file name)."""
+    if isinstance(spec, TwinLayout):
+        return f"twin-{spec.digest}"
     return f"ng{spec.nodegroups}-r{spec.replicas}-sql{spec.sql}-mgm{spec.mgm}-spare{spec.spare}"
+
+
+#: the layout option of a twin: ``config=<path of the user's config.ini>``
+TWIN_PREFIX = "config="
+
+
+def _resolve(value: str) -> tuple[str, LayoutSpec | TwinLayout]:
+    """A layout option -> (name, layout): ``spec.resolve``, or a twin of a user's config.ini
+    (``config=PATH``: ``twin.twin_of``, named by its absolute path)."""
+    v = str(value).strip()
+    if v.lower().startswith(TWIN_PREFIX):
+        p = Path(v[len(TWIN_PREFIX):]).expanduser()
+        try:
+            st = p.stat()
+        except OSError as e:
+            raise UsageError(f"--ndb-config {p}: {e.strerror or e}") from None
+        twin = _twin(str(p.resolve()), st.st_mtime_ns, st.st_size)
+        return str(twin), twin
+    return resolve(v)
+
+
+@functools.lru_cache(maxsize=8)
+def _twin(path: str, mtime_ns: int, size: int) -> TwinLayout:
+    return twin_of(path)
 
 
 def _default_net(layout: str) -> str:
@@ -98,10 +127,10 @@ class LayoutMixin:
         """The layout in use: ``default``, ``small`` or a spec's canonical text
         (``nodegroups=3,replicas=2,sql=2,mgm=2,spare=0``): option ndb_layout, else
         NDBCHAOS_NDB_LAYOUT, else default. UsageError (one line) for an impossible spec."""
-        return resolve(options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default")[0]
+        return _resolve(options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default")[0]
 
     def layout_spec(self, options: dict) -> LayoutSpec:
-        return resolve(self.layout(options))[1]
+        return _resolve(self.layout(options))[1]
 
     def layout_text(self, options: dict, which: str) -> str:
         """The text of the layout's ``config.ini``, ``my.cnf`` or ``compose`` file, for the subnet in
@@ -111,7 +140,7 @@ class LayoutMixin:
             name, ini, cnf, default_net = LAYOUTS[lay]
             text = (COMPOSE_DIR / {"config.ini": ini, "my.cnf": cnf, "compose": name}[which]).read_text()
             return text if which == "compose" else replace_prefix(text, default_net, net)
-        spec = resolve(lay)[1]
+        spec = _resolve(lay)[1]
         if which == "compose":
             return render_compose(spec, net)
         return (render_config_ini if which == "config.ini" else render_my_cnf)(spec, net)
@@ -125,7 +154,7 @@ class LayoutMixin:
         those generated from a spec (content-hashed names in the tool cache)."""
         lay, net = self.layout(options), self.subnet(options)
         if lay not in LAYOUTS:
-            spec = resolve(lay)[1]
+            spec = _resolve(lay)[1]
             return (_cached(f"config-{_slug(spec)}-{net}", ".ini", render_config_ini(spec, net)),
                     _cached(f"my-{_slug(spec)}-{net}", ".cnf", render_my_cnf(spec, net)))
         _, ini, cnf, default_net = LAYOUTS[lay]
@@ -189,7 +218,7 @@ class LayoutMixin:
         if lay in LAYOUTS:
             main = COMPOSE_DIR / LAYOUTS[lay][0]
         else:
-            spec, net = resolve(lay)[1], _default_net(lay)
+            spec, net = _resolve(lay)[1], _default_net(lay)
             ini, cnf = self.config_files({**options, "ndb_subnet": net})
             main = _cached(f"ndb-{_slug(spec)}", ".yml", render_compose(spec, net, str(ini), str(cnf)))
         return [main] + [Path(p) for p in options.get("overlays", [])]
@@ -260,7 +289,7 @@ class LayoutMixin:
             cfg = cache.get(lay)
             if cfg is None:
                 cfg = cache[lay] = (read_config(COMPOSE_DIR / LAYOUTS[lay][1]) if lay in LAYOUTS
-                                    else parse_config_ini(render_config_ini(resolve(lay)[1])))
+                                    else parse_config_ini(render_config_ini(_resolve(lay)[1])))
             if node.nodeid is not None:
                 cn = cfg.node(node.nodeid)
                 if cn is not None and cn.type == want:

@@ -20,15 +20,26 @@ TEMPLATE_NET = "10.213.77"
 SPEC_LABEL = "ndbchaos.ndb_layout"
 
 
-def _ndbd_default_body() -> str:
+def _ndbd_default_body(params: dict | None = None) -> str:
     """The shipped [ndbd default] section after its NoOfReplicas line: every parameter with its
-    reason, as the default layout has it."""
+    reason, as the default layout has it; ``params`` (a twin's: the user's values) replace the
+    same parameters' values, or are added at its end, each marked as the user's."""
     text = (COMPOSE_DIR / "ndb" / "config.ini").read_text()
     start = text.index("[ndbd default]")
     end = text.index("[ndb_mgmd default]")
     body = text[start:end].split("\n")
     cut = next(i for i, ln in enumerate(body) if ln.startswith("NoOfReplicas="))
-    return "\n".join(body[cut + 1:]).rstrip() + "\n"
+    lines = body[cut + 1:]
+    for key, value in (params or {}).items():
+        at = next((i for i, ln in enumerate(lines) if ln.lower().startswith(key.lower() + "=")), None)
+        mine = [f"# {key}: the value of the cluster this layout is the twin of", f"{key}={value}"]
+        if at is None:
+            while lines and not lines[-1].strip():
+                lines.pop()
+            lines += ["", *mine]
+        else:
+            lines[at:at + 1] = mine
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def _replicas_reason(r: int) -> str:
@@ -43,7 +54,7 @@ def config_ini(spec: LayoutSpec, net: str = TEMPLATE_NET) -> str:
     nodes = spec.nodes()
     table = []
     for role, name, nid, ng in nodes:
-        what = {"mgm": f"ndb_mgmd, ArbitrationRank {1 if nid == 1 else 2}",
+        what = {"mgm": f"ndb_mgmd, ArbitrationRank {spec.rank(nid)}",
                 "data": f"ndbmtd, node group {ng}",
                 "spare": f"ndbmtd, no node group (NodeGroup={NO_NODEGROUP})",
                 "sql": "mysqld"}[role]
@@ -58,9 +69,10 @@ def config_ini(spec: LayoutSpec, net: str = TEMPLATE_NET) -> str:
            "# Addresses follow \"last octet = 100 + NodeId\" and equal the ipv4_address of each service of",
            "# the compose file generated with it. The [ndbd default] values and their reasons are the",
            "# default layout's (ndbchaos/data/compose/ndb/config.ini).",
+           *_twin_notes(spec),
            "", "[system]", "Name=ndbchaos", "", "[ndbd default]",
            _replicas_reason(spec.replicas) + f"NoOfReplicas={spec.replicas}",
-           _ndbd_default_body()]
+           _ndbd_default_body(spec.params)]
     if spec.spare:
         out += ["# Spare data nodes (NodeGroup=65536) join no node group until CREATE NODEGROUP; when one is",
                 "# absent the others start after StartNoNodegroupTimeout (default 15000 ms; ndb-operations 1.1).",
@@ -69,24 +81,38 @@ def config_ini(spec: LayoutSpec, net: str = TEMPLATE_NET) -> str:
     for role, name, nid, ng in nodes:
         host = f"HostName={net}.{100 + nid}"
         if role == "mgm":
-            why = ("# Rank 1 is preferred over rank 2 (8.4 manual): the arbitrator after start, usually."
-                   if nid == 1 else "# Rank 2: the arbitrator's designated successor (mgmnode_loss).")
-            out += ["[ndb_mgmd]", f"NodeId={nid}", host, why, f"ArbitrationRank={1 if nid == 1 else 2}", ""]
+            rank = spec.rank(nid)
+            why = {1: "# Rank 1 is preferred over rank 2 (8.4 manual): the arbitrator after start, usually.",
+                   2: "# Rank 2: the arbitrator's designated successor (mgmnode_loss)."}.get(
+                rank, "# Rank 0: this management node never arbitrates.")
+            out += ["[ndb_mgmd]", f"NodeId={nid}", host, why, f"ArbitrationRank={rank}", ""]
         elif role in ("data", "spare"):
             out += ["[ndbd]", f"NodeId={nid}", host, f"NodeGroup={NO_NODEGROUP if ng is None else ng}", ""]
         else:
+            rank = spec.rank(nid)
             out += ["[mysqld]", f"NodeId={nid}", host,
-                    "# SQL nodes never arbitrate (rank 0): losing every management node leaves no arbitrator.",
-                    "ArbitrationRank=0", ""]
+                    "# SQL nodes never arbitrate (rank 0): losing every management node leaves no arbitrator."
+                    if rank == 0 else f"# Rank {rank}: this SQL node is an arbitrator candidate.",
+                    f"ArbitrationRank={rank}", ""]
     for nid in api:
         out += ["[api]", f"NodeId={nid}", "ArbitrationRank=0", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
+def _twin_notes(spec) -> list[str]:
+    """A twin's header: each of its nodes' host in the user's cluster, and what changed and why."""
+    if not hasattr(spec, "mapping"):
+        return []
+    out = ["#", f"# The twin of {spec.source}: host (NodeId) -> container", *(f"#   {m}" for m in spec.mapping())]
+    if spec.changes:
+        out += ["# What differs from that file, and why:", *(f"#   - {c}" for c in spec.changes)]
+    return out
+
+
 def my_cnf(spec: LayoutSpec, net: str = TEMPLATE_NET) -> str:
     """The shipped my.cnf with this layout's management nodes in both connect strings."""
     text = replace_prefix((COMPOSE_DIR / "ndb" / "my.cnf").read_text(), TEMPLATE_NET, net)
-    cs = ",".join(f"{net}.{100 + i}:1186" for i in range(1, spec.mgm + 1))
+    cs = ",".join(f"{net}.{100 + nid}:1186" for role, _, nid, _ in spec.nodes() if role == "mgm")
     text = re.sub(r"(?m)^ndb-connectstring=.*$", f"ndb-connectstring={cs}", text)
     head = f"# ndbchaos NDB layout {spec}: /etc/my.cnf of every container, generated from ndb/my.cnf.\n"
     return head + text.split("\n", 1)[1]

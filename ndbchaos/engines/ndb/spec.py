@@ -94,10 +94,24 @@ class LayoutSpec:
         first = _next_decade(self.sql_base - 1 + self.sql)
         return list(range(first, first + API_SLOTS))
 
+    def rank(self, nid: int) -> int:
+        """ArbitrationRank of a node: management node 1 rank 1 (the arbitrator), node 2 rank 2 (its
+        successor), SQL nodes 0 (they never arbitrate)."""
+        return 1 if nid == 1 else 2 if nid == 2 else 0
+
+    @property
+    def params(self) -> dict:
+        """[ndbd default] values over the default layout's: none (a twin has the user's)."""
+        return {}
+
     def memory_mib(self) -> int:
         """Estimated memory of the layout's containers (``CONTAINER_MIB``)."""
-        return (CONTAINER_MIB["data"] * (self.data + self.spare) + CONTAINER_MIB["sql"] * self.sql
-                + CONTAINER_MIB["mgm"] * self.mgm)
+        return estimate_mib(self.data + self.spare, self.sql, self.mgm)
+
+
+def estimate_mib(data: int, sql: int, mgm: int) -> int:
+    """Estimated memory of so many data (spare ones included), SQL and management containers."""
+    return CONTAINER_MIB["data"] * data + CONTAINER_MIB["sql"] * sql + CONTAINER_MIB["mgm"] * mgm
 
 
 def _next_decade(last_id: int) -> int:

@@ -1,0 +1,255 @@
+"""A containerized twin of a user's cluster: the layout of their config.ini (node ids, node groups,
+NoOfReplicas, arbitration, failure detection and checkpoint settings) on containers of this
+machine, with what had to change said, never silently dropped.
+
+    twin = twin_of("site/config.ini")        # TwinLayout: what render.py and the engine start
+    twin.changes                             # each value replaced or not reproduced, and why
+
+What is kept: every node's NodeId, node group (explicit, or implied by node id order as NDB
+assigns it: the lowest ids fill group 0 first, NoOfReplicas at a time; ndb-operations 5.1),
+ArbitrationRank and ArbitrationDelay, and the data nodes' parameters that decide availability
+(``KEPT``: heartbeats, arbitration, checkpoints and their timeouts, start timeouts, StopOnError).
+What is replaced by the default layout's value (memory- and disk-sized, paths, ports, threads):
+``SCALED``, listed with both values. Host names become containers (``mgm1``, ``data1``, ``sql1``
+in node id order, each at 100 + NodeId in the cluster's /24). Anything else is named in
+``changes`` as not reproduced. Refused, in one line: what the containers cannot be (a node id
+past 154, more nodes than the machine runs, node groups NDB would refuse, no SQL node).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import UsageError
+from ...resources import COMPOSE_DIR
+from .config import NO_NODEGROUP, parse_config_ini
+from .spec import MAX_ADDRESS_NODE_ID, MAX_CONTAINERS, MAX_DATA_NODE_ID, MEMORY_CEILING_MIB, REPLICAS, estimate_mib
+
+#: data node parameters kept from the user's file: availability is decided by these
+KEPT = {k.lower(): k for k in (
+    "HeartbeatIntervalDbDb", "HeartbeatIntervalDbApi", "ArbitrationTimeout", "Arbitration", "StopOnError",
+    "TimeBetweenGlobalCheckpoints", "TimeBetweenGlobalCheckpointsTimeout", "TimeBetweenEpochs",
+    "TimeBetweenEpochsTimeout", "TimeBetweenLocalCheckpoints", "TimeBetweenWatchDogCheck",
+    "TimeBetweenWatchDogCheckInitial", "StartPartialTimeout", "StartPartitionedTimeout", "StartNoNodeGroupTimeout",
+    "StartFailureTimeout", "MaxStartFailRetries", "StartFailRetryDelay", "LcpScanProgressTimeout",
+    "RedoOverCommitLimit", "RedoOverCommitCounter", "TransactionDeadlockDetectionTimeout",
+    "TransactionInactiveTimeout", "ConnectCheckIntervalDelay", "CompressedLCP", "EnablePartialLcp",
+    "RecoveryWork", "InitFragmentLogFiles", "ODirect", "ODirectSyncFlag", "RestartSubscriberConnectTimeout",
+)}
+#: replaced by the default layout's value: sized for the user's hosts (memory, disk, CPUs), or
+#: where they are (paths, ports); the twin's containers share one 2-core, 24 GB machine
+SCALED = {k.lower(): k for k in (
+    "DataMemory", "IndexMemory", "SharedGlobalMemory", "RedoBuffer", "DiskPageBufferMemory", "TransactionMemory",
+    "LongMessageBuffer", "NoOfFragmentLogFiles", "FragmentLogFileSize", "NoOfFragmentLogParts",
+    "MaxNoOfExecutionThreads", "ThreadConfig", "LockPagesInMainMemory", "LockExecuteThreadToCPU",
+    "LockMaintThreadsToCPU", "NumCPUs", "AutomaticThreadConfig", "MinDiskWriteSpeed", "MaxDiskWriteSpeed",
+    "MaxDiskWriteSpeedOtherNodeRestart", "MaxDiskWriteSpeedOwnRestart", "BackupDataBufferSize",
+    "BackupLogBufferSize", "BackupMemory", "BackupMaxWriteSize", "BackupWriteSize", "DataDir", "FileSystemPath",
+    "BackupDataDir", "FileSystemPathDD", "FileSystemPathDataFiles", "FileSystemPathUndoFiles", "ServerPort",
+    "PortNumber", "HostName", "MaxNoOfConcurrentOperations", "MaxNoOfConcurrentTransactions",
+    "MaxNoOfAttributes", "MaxNoOfTables", "MaxNoOfOrderedIndexes", "MaxNoOfUniqueHashIndexes", "MaxNoOfTriggers",
+    "SendBufferMemory", "ReceiveBufferMemory", "TotalSendBufferMemory", "ExtraSendBufferMemory",
+    "SchedulerSpinTimer", "RealtimeScheduler", "LogLevelStartup", "LogLevelShutdown", "LogLevelNodeRestart",
+    "LogLevelConnection", "LogLevelError", "LogLevelCheckpoint", "LogLevelStatistic", "LogLevelCongestion",
+    "LogLevelInfo", "MemReportFrequency",
+)}
+#: per node, besides its id, group and host: kept
+NODE_KEPT = {"nodeid", "id", "nodegroup", "hostname", "arbitrationrank", "arbitrationdelay"}
+_ROLE = {"MGM": "mgm", "NDB": "data", "API": "sql"}
+
+
+@dataclass(frozen=True)
+class TwinLayout:
+    """A layout with the render interface of ``spec.LayoutSpec`` (``nodes``, ``replicas``,
+    ``api_ids``, ``rank``, ``params``), taken from a user's config.ini."""
+    source: str  # the user's config.ini (absolute path)
+    digest: str  # of its content: the twin's file names
+    replicas: int
+    node_list: tuple  # (role, name, node id, node group), node id order
+    ranks: dict  # node id -> ArbitrationRank
+    params: dict  # [ndbd default] values kept from the user's file: canonical name -> value
+    api_ids: list
+    hosts: dict  # node id -> the user's host name (or "" for a slot of any host)
+    changes: list = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"config={self.source}"
+
+    def nodes(self) -> list:
+        return list(self.node_list)
+
+    def rank(self, nid: int) -> int:
+        return self.ranks.get(nid, 0)
+
+    @property
+    def mgm(self) -> int:
+        return sum(1 for r, *_ in self.node_list if r == "mgm")
+
+    @property
+    def spare(self) -> int:
+        return sum(1 for r, *_ in self.node_list if r == "spare")
+
+    @property
+    def data(self) -> int:
+        return sum(1 for r, *_ in self.node_list if r == "data")
+
+    @property
+    def sql(self) -> int:
+        return sum(1 for r, *_ in self.node_list if r == "sql")
+
+    def memory_mib(self) -> int:
+        return estimate_mib(self.data + self.spare, self.sql, self.mgm)
+
+    def mapping(self) -> list[str]:
+        """``host (NodeId n) -> container name`` of every node."""
+        return [f"{self.hosts.get(nid) or '(any host)'} (NodeId {nid}) -> {name}" for _, name, nid, _ in self.node_list]
+
+
+def _original_keys(text: str) -> dict[str, str]:
+    """lower-cased parameter name -> as the user wrote it (for what the twin prints)."""
+    out = {}
+    for raw in text.splitlines():
+        m = re.match(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*[=:]", raw.split("#", 1)[0])
+        if m:
+            out.setdefault(m.group(1).lower(), m.group(1))
+    return out
+
+
+def _connection_sections(text: str) -> list[str]:
+    return sorted({m.group(1).lower() for m in re.finditer(r"(?m)^\s*\[\s*(tcp|shm|sci)(?:\s+default)?\s*\]", text,
+                                                        re.I)})
+
+
+def twin_of(path: str | Path) -> TwinLayout:
+    """The twin of the cluster ``path`` (a config.ini) describes; UsageError (one line) when its
+    shape cannot be reproduced here or the file cannot be read."""
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise UsageError(f"--ndb-config {path}: {e.strerror or e}") from None
+    what = f"--ndb-config {p}"
+    cfg = parse_config_ini(text)
+    if not cfg.nodes:
+        raise UsageError(f"{what}: no node sections ([ndb_mgmd], [ndbd], [mysqld], [api])")
+    if any(n.node_id is None for n in cfg.nodes):
+        raise UsageError(f"{what}: a node section has no NodeId (the twin keeps every node's id: give each one)")
+    try:
+        replicas = int(cfg.data_param("NoOfReplicas", 2))
+    except ValueError:
+        raise UsageError(f"{what}: NoOfReplicas={cfg.data_param('NoOfReplicas')!r} is not a number") from None
+    if replicas not in REPLICAS:
+        raise UsageError(f"{what}: NoOfReplicas={replicas}; NDB supports 1-4")
+    names = _original_keys(text)
+    changes: list[str] = []
+
+    # node groups: explicit, or implied by node id order (NDB fills groups from the lowest ids)
+    data = sorted(cfg.of_type("NDB"), key=lambda n: n.node_id)
+    groups: dict[int, list[int]] = {}
+    for n in data:
+        if n.nodegroup is not None and n.nodegroup != NO_NODEGROUP:
+            groups.setdefault(n.nodegroup, []).append(n.node_id)
+    implied = {}
+    ng = 0
+    for n in data:
+        if n.nodegroup is None:
+            while len(groups.get(ng, [])) >= replicas:
+                ng += 1
+            groups.setdefault(ng, []).append(n.node_id)
+            implied[n.node_id] = ng
+    if implied:
+        changes.append("node groups implied by node id order (NDB's own assignment), written explicitly: "
+                       + ", ".join(f"NodeId {i} -> {g}" for i, g in sorted(implied.items())))
+    for g, members in sorted(groups.items()):
+        if len(members) != replicas:
+            raise UsageError(f"{what}: node group {g} has {len(members)} data nodes (NodeIds "
+                             f"{', '.join(map(str, members))}); NoOfReplicas={replicas} needs {replicas}")
+    group_of = {i: g for g, ms in groups.items() for i in ms}
+
+    ids = [n.node_id for n in cfg.nodes]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise UsageError(f"{what}: NodeId {dup[0]} is used twice")
+    for n in data:
+        if n.node_id > MAX_DATA_NODE_ID:
+            raise UsageError(f"{what}: data node NodeId {n.node_id}; data node ids end at {MAX_DATA_NODE_ID}")
+    too_high = [i for i in ids if i > MAX_ADDRESS_NODE_ID]
+    if too_high:
+        raise UsageError(f"{what}: NodeId {too_high[0]} cannot be reproduced: a twin's node lives at 100 + NodeId "
+                         f"in its /24, so node ids end at {MAX_ADDRESS_NODE_ID}")
+
+    nodes, ranks, hosts, api_ids = [], {}, {}, []
+    count = {"mgm": 0, "data": 0, "spare": 0, "sql": 0}
+    for n in sorted(cfg.nodes, key=lambda x: x.node_id):
+        role = _ROLE[n.type]
+        if n.type == "NDB" and n.nodegroup == NO_NODEGROUP:
+            role = "spare"
+        if n.type == "API" and (n.section != "mysqld" or not n.hostname):
+            # an API slot: ndb_restore, NDB API applications, tools; any host may take it
+            api_ids.append(n.node_id)
+            if n.hostname:
+                changes.append(f"[{n.section}] NodeId {n.node_id}: HostName {n.hostname} dropped (an API slot "
+                               "here accepts any host; no container runs an application of yours)")
+            continue
+        count[role] += 1
+        name = f"{role}{count[role]}"
+        nodes.append((role, name, n.node_id, group_of.get(n.node_id) if role == "data" else None))
+        ranks[n.node_id] = n.arbitration_rank
+        hosts[n.node_id] = n.hostname or ""
+        own = {k for k in n.params if k not in cfg.defaults.get(n.type, {}) or n.params[k] != cfg.defaults[n.type][k]}
+        for k in sorted(own - NODE_KEPT):
+            changes.append(f"[{n.section}] NodeId {n.node_id}: {names.get(k, k)}={n.params[k]} not reproduced "
+                           f"(per-node values are not kept; {'the default layout' if k in SCALED else 'NDB'}'s "
+                           "value applies)")
+        delay = n.get("ArbitrationDelay")
+        if delay not in (None, "") and n.type == "MGM":
+            changes.append(f"[{n.section}] NodeId {n.node_id}: ArbitrationDelay={delay} is not reproduced "
+                           "(the twin's management nodes use NDB's default)")
+    shared = {}
+    for role, name, nid, _ in nodes:
+        if hosts.get(nid):
+            shared.setdefault(hosts[nid], []).append(f"{name} (NodeId {nid})")
+    for host, on in sorted(shared.items()):
+        if len(on) > 1:
+            changes.append(f"{', '.join(on)} share host {host}: each is a container of its own here, so one "
+                           "host's failure is a fault on each of them, not one kill")
+    if not count["sql"]:
+        raise UsageError(f"{what}: no [mysqld] with a HostName: the twin's clients need an SQL node")
+    if not count["data"]:
+        raise UsageError(f"{what}: no data node in a node group")
+    total = sum(count.values())
+    if total > MAX_CONTAINERS:
+        raise UsageError(f"{what}: {total} NDB nodes, more than the {MAX_CONTAINERS} this 2-core machine runs")
+    mib = estimate_mib(count["data"] + count["spare"], count["sql"], count["mgm"])
+    if mib > MEMORY_CEILING_MIB:
+        raise UsageError(f"{what}: needs about {mib} MiB, more than the {MEMORY_CEILING_MIB} MiB ceiling here")
+
+    params = {}
+    ours = parse_config_ini((COMPOSE_DIR / "ndb" / "config.ini").read_text()).defaults.get("NDB", {})
+    for k, v in sorted(cfg.defaults.get("NDB", {}).items()):
+        if k == "noofreplicas":
+            continue
+        if k in KEPT:
+            params[KEPT[k]] = v
+        elif k in SCALED:
+            here = f"{ours[k]} here" if k in ours else "NDB's default here"
+            changes.append(f"[ndbd default] {names.get(k, k)}={v} -> {here} (sized for your hosts, or where they "
+                           "keep it; the twin's nodes share one 2-core, 24 GB machine)")
+        else:
+            changes.append(f"[ndbd default] {names.get(k, k)}={v} not reproduced (NDB's default applies)")
+    for t, section in (("MGM", "ndb_mgmd default"), ("API", "mysqld/api default")):
+        for k, v in sorted(cfg.defaults.get(t, {}).items()):
+            if k not in ("arbitrationrank", "arbitrationdelay"):
+                changes.append(f"[{section}] {names.get(k, k)}={v} not reproduced")
+    for s in _connection_sections(text):
+        changes.append(f"[{s}] sections not reproduced: the containers connect over NDB's default TCP "
+                       "transporter on one bridge network")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return TwinLayout(str(p.resolve()), digest, replicas, tuple(nodes), ranks, params, sorted(api_ids), hosts,
+                      changes)
+
+
+__all__ = ["KEPT", "SCALED", "TwinLayout", "twin_of"]

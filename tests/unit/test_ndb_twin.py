@@ -1,0 +1,177 @@
+"""The twin of a user's cluster (engines/ndb/twin.py): what is kept, what is changed and said,
+what is refused; the engine starts its files and judges it with the same rules."""
+
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from ndbchaos.engines.ndb import NdbEngine
+from ndbchaos.engines.ndb.config import parse_config_ini
+from ndbchaos.engines.ndb.twin import twin_of
+from ndbchaos.errors import UsageError
+
+SITE = """\
+# a production cluster: 3 replicas, non-contiguous ids, two SQL nodes on one host
+[ndbd default]
+NoOfReplicas=3
+DataMemory=16G
+NoOfFragmentLogFiles=64
+DataDir=/data/ndb
+HeartbeatIntervalDbDb=1500
+HeartbeatIntervalDbApi=2000
+ArbitrationTimeout=10000
+TimeBetweenGlobalCheckpoints=1000
+ThreadConfig=ldm={count=8},tc={count=4}
+SomethingNew=3
+
+[ndb_mgmd]
+NodeId=49
+HostName=mgm-a.example.net
+ArbitrationRank=1
+[ndb_mgmd]
+NodeId=50
+HostName=mgm-b.example.net
+ArbitrationRank=2
+
+[ndbd]
+NodeId=3
+HostName=db1.example.net
+[ndbd]
+NodeId=5
+HostName=db2.example.net
+[ndbd]
+NodeId=7
+HostName=db3.example.net
+[ndbd]
+NodeId=9
+HostName=db4.example.net
+[ndbd]
+NodeId=12
+HostName=db5.example.net
+[ndbd]
+NodeId=14
+HostName=db6.example.net
+LockPagesInMainMemory=1
+
+[mysqld]
+NodeId=60
+HostName=app1.example.net
+[mysqld]
+NodeId=61
+HostName=app1.example.net
+[api]
+NodeId=70
+[api]
+NodeId=71
+HostName=batch.example.net
+
+[tcp default]
+SendBufferMemory=8M
+"""
+
+
+@pytest.fixture
+def site(tmp_path):
+    p = tmp_path / "config.ini"
+    p.write_text(SITE)
+    return p
+
+
+def test_ids_groups_replicas_and_failure_detection_are_kept(site):
+    t = twin_of(site)
+    assert t.replicas == 3 and str(t) == f"config={site.resolve()}"
+    assert [(r, n, i, g) for r, n, i, g in t.nodes() if r == "data"] == [
+        ("data", "data1", 3, 0), ("data", "data2", 5, 0), ("data", "data3", 7, 0),
+        ("data", "data4", 9, 1), ("data", "data5", 12, 1), ("data", "data6", 14, 1)]
+    assert [(n, i) for r, n, i, _ in t.nodes() if r != "data"] == [("mgm1", 49), ("mgm2", 50), ("sql1", 60),
+                                                                   ("sql2", 61)]
+    assert t.api_ids == [70, 71] and t.rank(49) == 1 and t.rank(50) == 2 and t.rank(60) == 0
+    cfg = parse_config_ini(NdbEngine().layout_text({"ndb_layout": str(t)}, "config.ini"))
+    assert cfg.replicas == 3 and cfg.problems() == []
+    assert cfg.node_groups() == {0: [3, 5, 7], 1: [9, 12, 14]}
+    d = cfg.defaults["NDB"]
+    assert (d["heartbeatintervaldbdb"], d["heartbeatintervaldbapi"], d["arbitrationtimeout"],
+            d["timebetweenglobalcheckpoints"]) == ("1500", "2000", "10000", "1000")
+    assert d["datamemory"] == "64M" and d["datadir"] == "/var/lib/mysql" and "threadconfig" not in d
+    assert [n.node_id for n in cfg.mgm_nodes] == [49, 50] and cfg.node(49).arbitration_rank == 1
+    assert cfg.node(3).hostname.endswith(".103") and cfg.node(14).hostname.endswith(".114")
+
+
+def test_what_changed_is_said_never_dropped(site):
+    changes = "\n".join(twin_of(site).changes)
+    for said in ("node groups implied by node id order", "DataMemory=16G -> 64M here", "NoOfFragmentLogFiles=64 -> 4",
+                 "DataDir=/data/ndb -> /var/lib/mysql", "ThreadConfig=ldm={count=8},tc={count=4} -> NDB's default",
+                 "SomethingNew=3 not reproduced", "NodeId 14: LockPagesInMainMemory=1 not reproduced",
+                 "HostName batch.example.net dropped", "share host app1.example.net", "[tcp] sections not reproduced"):
+        assert said in changes, (said, changes)
+    text = NdbEngine().layout_text({"ndb_layout": f"config={site}"}, "config.ini")
+    assert "#   db1.example.net (NodeId 3) -> data1" in text and "#   - [ndbd default] DataMemory=16G" in text
+
+
+def test_explicit_node_groups_win_over_id_order(tmp_path):
+    p = tmp_path / "c.ini"
+    p.write_text(SITE.replace("NodeId=3\nHostName=db1.example.net", "NodeId=3\nHostName=db1.example.net\nNodeGroup=1")
+                 .replace("NodeId=14\nHostName=db6.example.net", "NodeId=14\nHostName=db6.example.net\nNodeGroup=0"))
+    groups = {i: g for r, _, i, g in twin_of(p).nodes() if r == "data"}
+    assert groups == {3: 1, 5: 0, 7: 0, 9: 1, 12: 1, 14: 0}
+
+
+@pytest.mark.parametrize("edit,why", [
+    (("NodeId=60", "NodeId=200"), "NodeId 200 cannot be reproduced"),
+    (("NoOfReplicas=3", "NoOfReplicas=5"), "NoOfReplicas=5"),
+    (("[ndbd]\nNodeId=14\nHostName=db6.example.net\n", ""), "node group 1 has 2 data nodes"),
+    (("NodeId=61", "NodeId=5"), "NodeId 5 is used twice"),
+    (("[mysqld]", "[api]"), "no [mysqld] with a HostName"),
+    (("NodeId=70\n", ""), "has no NodeId"),
+])
+def test_what_cannot_be_a_twin_is_refused_in_one_line(tmp_path, edit, why):
+    p = tmp_path / "c.ini"
+    p.write_text(SITE.replace(*edit))
+    with pytest.raises(UsageError) as e:
+        twin_of(p)
+    assert why in str(e.value) and "\n" not in str(e.value)
+
+
+def test_too_many_nodes_for_this_machine(tmp_path):
+    more = "".join(f"[ndbd]\nNodeId={20 + i}\nHostName=x{i}\n" for i in range(15))
+    p = tmp_path / "c.ini"
+    p.write_text(SITE + more)
+    with pytest.raises(UsageError, match="NDB nodes, more than the 20"):
+        twin_of(p)
+
+
+def test_the_engine_starts_the_twin_and_judges_it_with_the_same_rules(site, monkeypatch, tmp_path):
+    monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
+    from ndbchaos import runtime
+    monkeypatch.setattr(runtime, "TOOLS_DIR", tmp_path / "tools")
+    eng = NdbEngine()
+    opts = {"ndb_layout": f"config={site}"}
+    assert eng.services(opts)["data"] == ["data1", "data2", "data3", "data4", "data5", "data6"]
+    doc = yaml.safe_load(eng.compose_files(opts)[0].read_text())
+    assert doc["services"]["data3"]["command"] == ["ndbmtd", "--ndb-nodeid=7"]
+    assert doc["services"]["data3"]["labels"]["ndbchaos.ndb_layout"] == f"config={site.resolve()}"
+    from ndbchaos.engines.ndb.expectations import expectation
+    from tests.unit.test_ndb_expectations import ROLE
+    from ndbchaos import topology as TP
+    cfg = eng.config(opts)
+    nodes = [TP.Node(f"n{n.node_id}", ROLE[n.type], f"p-{n.node_id}", nodeid=n.node_id, nodegroup=n.nodegroup)
+             for n in cfg.nodes if n.hostname]
+    topo = TP.Topology("p", "ndb", nodes)
+    # two of a 3-replica group at once: 4 of 6 left, every group present: won, no arbitrator asked
+    e = expectation("datanode_loss", topo, cfg, 49, nodes=["n3", "n5"])
+    assert e.cluster_survives and "Arbitration check won" in e.rule, e.rule
+    # the whole group: the cluster stops
+    assert not expectation("nodegroup_loss", topo, cfg, 49, nodegroup=0).cluster_survives
+    # failure detection from the twin's own heartbeat: 5 x 1.5 s + slack
+    assert e.details["timing"]["heartbeat_db_s"] == 1.5
+
+
+def test_the_command_prints_it_and_refuses_a_bad_file(site, tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "layout", "--ndb-config", str(site)],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0 and "NoOfReplicas=3" in ok.stdout and "HeartbeatIntervalDbDb=1500" in ok.stdout
+    bad = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "layout", "--ndb-config", str(tmp_path / "none.ini")],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
