@@ -168,6 +168,12 @@ def test_the_engine_starts_the_twin_and_judges_it_with_the_same_rules(site, monk
     assert e.details["timing"]["heartbeat_db_s"] == 1.5
 
 
+def test_the_shipped_example_is_a_twin():
+    from pathlib import Path
+    t = twin_of(Path(__file__).resolve().parents[2] / "examples" / "twin" / "config.ini")
+    assert t.replicas == 3 and t.data == 6 and t.params["HeartbeatIntervalDbDb"] == "1500"
+
+
 def test_the_command_prints_it_and_refuses_a_bad_file(site, tmp_path):
     ok = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "layout", "--ndb-config", str(site)],
                         capture_output=True, text=True, timeout=60)

@@ -56,6 +56,9 @@ SCALED = {k.lower(): k for k in (
     "LogLevelConnection", "LogLevelError", "LogLevelCheckpoint", "LogLevelStatistic", "LogLevelCongestion",
     "LogLevelInfo", "MemReportFrequency",
 )}
+#: of ``SCALED``: where your hosts keep files or listen, not how big they are
+PLACES = {"datadir", "filesystempath", "backupdatadir", "filesystempathdd", "filesystempathdatafiles",
+          "filesystempathundofiles", "serverport", "portnumber", "hostname"}
 #: per node, besides its id, group and host: kept
 NODE_KEPT = {"nodeid", "id", "nodegroup", "hostname", "arbitrationrank", "arbitrationdelay"}
 _ROLE = {"MGM": "mgm", "NDB": "data", "API": "sql"}
@@ -236,14 +239,16 @@ def twin_of(path: str | Path) -> TwinLayout:
             params[KEPT[k]] = v
         elif k in SCALED:
             here = f"{ours[k]} here" if k in ours else "NDB's default here"
-            changes.append(f"[ndbd default] {names.get(k, k)}={v} -> {here} (sized for your hosts, or where they "
-                           "keep it; the twin's nodes share one 2-core, 24 GB machine)")
+            why = ("where your hosts keep their files or listen; the containers have their own" if k in PLACES
+                   else "sized for your hosts; the twin's nodes share one 2-core, 24 GB machine")
+            changes.append(f"[ndbd default] {names.get(k, k)}={v} -> {here} ({why})")
         else:
             changes.append(f"[ndbd default] {names.get(k, k)}={v} not reproduced (NDB's default applies)")
     for t, section in (("MGM", "ndb_mgmd default"), ("API", "mysqld/api default")):
         for k, v in sorted(cfg.defaults.get(t, {}).items()):
             if k not in ("arbitrationrank", "arbitrationdelay"):
-                changes.append(f"[{section}] {names.get(k, k)}={v} not reproduced")
+                changes.append(f"[{section}] {names.get(k, k)}={v} not reproduced"
+                               + (" (the containers keep their files in /var/lib/mysql)" if k in PLACES else ""))
     for s in _connection_sections(text):
         changes.append(f"[{s}] sections not reproduced: the containers connect over NDB's default TCP "
                        "transporter on one bridge network")
