@@ -147,6 +147,7 @@ def load():
         lib.ndc_seed.argtypes = [ctypes.POINTER(Ndc), ctypes.c_uint64]
         lib.ndc_draw.argtypes = [ctypes.POINTER(Ndc)]
         lib.ndc_draw.restype = ctypes.c_int64
+        lib.ndc_plugin_retries.restype = ctypes.c_int
         if lib.ndc_version() != ABI_VERSION or lib.ndc_struct_size() != ctypes.sizeof(Ndc):
             raise NativeUnavailable(f"{path} does not match this version of ndbchaos")
         if lib.ndc_init() != 0:
@@ -364,6 +365,10 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
             backoff = min(backoff * 2, opts.backoff_max)
     finally:
         lib.ndc_close(ref)
+        retried = lib.ndc_plugin_retries()
+        if retried:  # libmariadb's own state, not the server's answer (ndc.c connect_db)
+            log.warning("native driver: %d connect(s) found libmariadb's client plugins not initialized "
+                        "and were made again after mysql_library_init", retried)
     return int(s.count)
 
 

@@ -148,7 +148,7 @@ static void fail_from(struct ndc *s, unsigned int no, const char *msg)
     snprintf(s->fail_msg, sizeof s->fail_msg, "%s", msg ? msg : "");
 }
 
-static int connect_db(struct ndc *s)
+static int connect_once(struct ndc *s)
 {
     unsigned int t;
     s->my = mysql_init(NULL);
@@ -164,6 +164,26 @@ static int connect_db(struct ndc *s)
     }
     s->connected = 1;
     return 0;
+}
+
+/* One connect; again once when libmariadb's client plugins were found "not initialized" (2059,
+   CR_AUTH_PLUGIN_CANNOT_LOAD): the library's own state, not the server's answer. Seen once at a
+   worker's first connect (the handshake stops before authenticating, so nothing was executed);
+   mysql_library_init initialises the plugins again if they were torn down. Counted for the
+   process (ndc_plugin_retries: the driver logs it). */
+static volatile int32_t plugin_retries;
+
+int ndc_plugin_retries(void) { return plugin_retries; }
+
+static int connect_db(struct ndc *s)
+{
+    if (connect_once(s) == 0)
+        return 0;
+    if (s->fail_errno != 2059 || !strstr(s->fail_msg, "not initialized"))
+        return -1;
+    __sync_fetch_and_add(&plugin_retries, 1);
+    mysql_library_init(0, NULL, NULL);
+    return connect_once(s);
 }
 
 static void set_timeout(int fd, int opt, int32_t seconds)
