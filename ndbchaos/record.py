@@ -3,7 +3,7 @@ checkers judge it again from the file alone (docs/history-format.md, "the run he
 
 ``ScenarioRun`` (ndbchaos.scenario) is its one producer: it builds a ``RunRecord`` when the run
 ends (``ScenarioRun.record``). The checkers, the gate and ``ndbchaos check`` read the saved form
-(``to_json``); ``ScenarioId.of`` and ``RunRecord.scenario_id`` read back who the run was.
+(``to_json``: a JSON-safe copy); ``ScenarioId.of`` reads back who the run was.
 """
 
 from __future__ import annotations

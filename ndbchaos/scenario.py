@@ -285,14 +285,14 @@ class ScenarioRun:
         plan = self._scope.plan
         return RunRecord(
             engine=self.cluster.engine.name, project=self.cluster.project, title=self.title, seed=self.seed,
-            scenario=self.scenario, topology=plain(self.cluster.topology.to_dict()), via_proxy=self.via_proxy,
-            expectation=plain(plan.to_record()) if plan is not None else None,
-            windows=plain([w.to_dict() for w in self.cluster.journal.windows(since=self.t0)]),
+            scenario=self.scenario, topology=self.cluster.topology.to_dict(), via_proxy=self.via_proxy,
+            expectation=plan.to_record() if plan is not None else None,
+            windows=[w.to_dict() for w in self.cluster.journal.windows(since=self.t0)],
             phases=[Phase(p.name, p.start, p.end, p.description) for p in self.phases],
-            marks=dict(self._scope.marks), check_options=plain(self._scope.check_options),
+            marks=dict(self._scope.marks), check_options=dict(self._scope.check_options),
             cluster_samples=[_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],
             status_before=self.status_before, status_after=status_after, events=events,
-            framework_events=plain(self.cluster.journal.events(since=self.t0)),
+            framework_events=self.cluster.journal.events(since=self.t0),
             steps=list(self.steps) if self.soak is not None else None, soak=self.soak,
             memory=list(self.memory))
 

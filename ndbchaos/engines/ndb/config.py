@@ -107,12 +107,12 @@ class NdbConfig:
         return int(self.data_param("NoOfReplicas", 2))
 
     def node_groups(self) -> dict[int, list[int]]:
-        """Node group -> data node ids. An explicit NodeGroup wins; nodes without one are filled
-        into groups of NoOfReplicas in the order they appear in the file [UNVERIFIED: NDB's
-        implicit assignment order; the shipped configs set NodeGroup explicitly]."""
+        """Node group -> data node ids. An explicit NodeGroup wins; nodes without one fill groups
+        of NoOfReplicas from the lowest node id up, as NDB assigns them (the reference's
+        ndb-operations 5.1: "lowest IDs first", 2,3,4,5 with 2 replicas -> {2,3}, {4,5})."""
         groups: dict[int, list[int]] = {}
         implicit = []
-        for n in self.data_nodes:
+        for n in sorted(self.data_nodes, key=lambda x: x.node_id or 0):
             if n.nodegroup is not None:
                 groups.setdefault(n.nodegroup, []).append(n.node_id)
             else:

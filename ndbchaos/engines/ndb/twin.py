@@ -149,20 +149,11 @@ def twin_of(path: str | Path) -> TwinLayout:
     names = _original_keys(text)
     changes: list[str] = []
 
-    # node groups: explicit, or implied by node id order (NDB fills groups from the lowest ids)
+    # node groups: explicit, or implied by node id order (NdbConfig.node_groups: NDB's assignment)
     data = sorted(cfg.of_type("NDB"), key=lambda n: n.node_id)
-    groups: dict[int, list[int]] = {}
-    for n in data:
-        if n.nodegroup is not None and n.nodegroup != NO_NODEGROUP:
-            groups.setdefault(n.nodegroup, []).append(n.node_id)
-    implied = {}
-    ng = 0
-    for n in data:
-        if n.nodegroup is None:
-            while len(groups.get(ng, [])) >= replicas:
-                ng += 1
-            groups.setdefault(ng, []).append(n.node_id)
-            implied[n.node_id] = ng
+    groups = cfg.node_groups()
+    group_of = {i: g for g, ms in groups.items() for i in ms}
+    implied = {n.node_id: group_of[n.node_id] for n in data if n.nodegroup is None}
     if implied:
         changes.append("node groups implied by node id order (NDB's own assignment), written explicitly: "
                        + ", ".join(f"NodeId {i} -> {g}" for i, g in sorted(implied.items())))
@@ -170,7 +161,6 @@ def twin_of(path: str | Path) -> TwinLayout:
         if len(members) != replicas:
             raise UsageError(f"{what}: node group {g} has {len(members)} data nodes (NodeIds "
                              f"{', '.join(map(str, members))}); NoOfReplicas={replicas} needs {replicas}")
-    group_of = {i: g for g, ms in groups.items() for i in ms}
 
     ids = [n.node_id for n in cfg.nodes]
     dup = sorted({i for i in ids if ids.count(i) > 1})
