@@ -224,9 +224,126 @@ class Faults:
         return cls([FaultStep.of(s) for s in d.get("steps") or []])
 
 
+def _int(v) -> int | None:
+    return None if v is None else int(v)
+
+
+@dataclass(frozen=True)
+class ProcedureStep:
+    """One step of an operator's procedure: how it ended against what the engine allows there,
+    and what the clients saw while it ran (the operations that ended in its span)."""
+    index: int
+    name: str
+    start: float
+    end: float
+    outcome: str
+    expected: list[str]
+    valid: bool
+    detail: str = ""
+    fault: str | None = None
+    max_outage_s: float | None = None
+    ok: int = 0
+    fail: int = 0
+    info: int = 0
+    error_classes: dict[str, int] = field(default_factory=dict)  # class (as the errors checker) -> count
+    longest_outage_s: float | None = None
+    p99_ms: float | None = None
+    throughput_ops_s: float | None = None
+    throughput_ratio: float | None = None  # to the baseline's; None without a baseline
+    notes: list[str] = field(default_factory=list)  # why the step is not valid
+
+    @classmethod
+    def of(cls, d: dict) -> "ProcedureStep":
+        return cls(int(d.get("index") or 0), d.get("name") or "", float(d.get("start") or 0.0),
+                   float(d.get("end") or 0.0), d.get("outcome") or "", list(d.get("expected") or []),
+                   d.get("valid") is True, d.get("detail") or "", d.get("fault"), _num(d.get("max_outage_s")),
+                   int(d.get("ok") or 0), int(d.get("fail") or 0), int(d.get("info") or 0),
+                   dict(d.get("error_classes") or {}), _num(d.get("longest_outage_s")), _num(d.get("p99_ms")),
+                   _num(d.get("throughput_ops_s")), _num(d.get("throughput_ratio")), list(d.get("notes") or []))
+
+    @property
+    def as_expected(self) -> bool:
+        return self.outcome in self.expected
+
+
+@dataclass(frozen=True)
+class ProcedureOutcome:
+    """What the procedure must achieve: ``holds`` True, False or None (not observed)."""
+    name: str
+    holds: bool | None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Procedure:
+    """The operator's procedure of an ``operations`` run: its steps, its outcomes, and the
+    baseline throughput the steps' are compared with."""
+    name: str
+    steps: list[ProcedureStep]
+    outcomes: list[ProcedureOutcome]
+    steps_failed: int = 0
+    outcomes_missed: int = 0
+    outcomes_unknown: int = 0
+    longest_outage_s: float | None = None
+    baseline_throughput_ops_s: float | None = None
+
+    @classmethod
+    def of(cls, d: dict) -> "Procedure":
+        return cls(d.get("procedure") or "", [ProcedureStep.of(s) for s in d.get("steps") or []],
+                   [ProcedureOutcome(o.get("name") or "", o.get("holds"), o.get("detail") or "")
+                    for o in d.get("outcomes") or []],
+                   int(d.get("steps_failed") or 0), int(d.get("outcomes_missed") or 0),
+                   int(d.get("outcomes_unknown") or 0), _num(d.get("longest_outage_s")),
+                   _num(d.get("baseline_throughput_ops_s")))
+
+    def step(self, name: str) -> ProcedureStep | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+
+@dataclass(frozen=True)
+class Backup:
+    """What the restore of a backup holds against what it must (the ledger's ids). ``restored``
+    is False when the restore did not happen: the anomaly counts are then None."""
+    restored: bool
+    id: int | None = None
+    snapshot: str = "end"  # "end" (SNAPSHOTEND) or "start" (SNAPSHOTSTART)
+    issued: float | None = None
+    started: float | None = None
+    completed: float | None = None
+    bound: float | None = None  # the consistency bound: nothing started after it may be restored
+    loose_bound: bool = False  # SNAPSHOTSTART bounded by the completion (the start not observed)
+    must_have: int = 0
+    between: int = 0  # acknowledged between the two bounds ...
+    between_restored: int | None = None  # ... and of those, restored: where the snapshot fell
+    indeterminate: int = 0
+    indeterminate_restored: int | None = None
+    ids: int | None = None  # ids read back
+    rows: int | None = None  # the restored table's row count
+    rows_match: bool | None = None
+    missing: int | None = None
+    too_late: int | None = None
+    not_a_cut: int | None = None
+    phantom: int | None = None
+    failed_present: int | None = None
+    duplicates: int | None = None
+
+    @classmethod
+    def of(cls, d: dict) -> "Backup":
+        r = d.get("restored")
+        return cls(r is not None, _int(d.get("id")), d.get("snapshot") or "end", _num(d.get("issued")),
+                   _num(d.get("started")), _num(d.get("completed")), _num(d.get("bound")),
+                   bool(d.get("loose_bound")), int(d.get("must_have") or 0), int(d.get("between") or 0),
+                   _int(d.get("between_restored")), int(d.get("indeterminate") or 0),
+                   _int(d.get("indeterminate_restored")), _int((r or {}).get("ids")), _int((r or {}).get("rows")),
+                   d.get("rows_match"), _int(d.get("missing")), _int(d.get("too_late")), _int(d.get("not_a_cut")),
+                   _int(d.get("phantom")), _int(d.get("failed_present")), _int(d.get("duplicates")))
+
+
 #: checker name -> the type of its figures
 FIGURES = {"availability": Availability, "latency": Latency, "errors": Errors, "expectation": Expectation,
-           "durability": Durability, "transactions": Transactions, "faults": Faults}
+           "durability": Durability, "transactions": Transactions, "faults": Faults, "procedure": Procedure,
+           "backup": Backup}
 
-__all__ = ["Availability", "Durability", "ErrorCode", "ErrorStats", "Errors", "Expectation", "FIGURES", "FaultStep",
-           "Faults", "Latency", "LatencyStats", "Objective", "Series", "Transactions"]
+__all__ = ["Availability", "Backup", "Durability", "ErrorCode", "ErrorStats", "Errors", "Expectation", "FIGURES",
+           "FaultStep", "Faults", "Latency", "LatencyStats", "Objective", "Procedure", "ProcedureOutcome",
+           "ProcedureStep", "Series", "Transactions"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Iterable
 
-from .figures import (FIGURES, Availability, Durability, Errors, Expectation, Faults, Latency,
-                      Transactions)
+from .figures import (FIGURES, Availability, Backup, Durability, Errors, Expectation, Faults, Latency,
+                      Procedure, Transactions)
 
 UNKNOWN = "unknown"
 _RANK = {True: 0, UNKNOWN: 1, False: 2}
@@ -55,10 +55,11 @@ class Verdict:
 @dataclass(frozen=True)
 class RunVerdict:
     """The verdict of a run (a history and its record): every checker's ``Verdict`` by name, their
-    composed validity, and the typed figures of each (``availability``, ``latency``, ...; None
-    where that checker did not run). JSON form (``to_json``): ``{"valid", "workload", "ops",
-    "summary": [one line per checker], "phases", "windows", "checks": {name: Verdict JSON}}``,
-    what ``ndbchaos check`` prints and the report saves; ``from_json`` reads it back."""
+    composed validity, and the typed figures of each (``availability``, ``latency``, ...,
+    ``procedure``, ``backup``; None where that checker did not run). JSON form (``to_json``):
+    ``{"valid", "workload", "ops", "summary": [one line per checker], "phases", "windows",
+    "checks": {name: Verdict JSON}}``, what ``ndbchaos check`` prints and the report saves;
+    ``from_json`` reads it back."""
 
     valid: bool | str
     workload: str
@@ -116,6 +117,14 @@ class RunVerdict:
     @property
     def faults(self) -> Faults | None:
         return self.figures("faults")
+
+    @property
+    def procedure(self) -> Procedure | None:
+        return self.figures("procedure")
+
+    @property
+    def backup(self) -> Backup | None:
+        return self.figures("backup")
 
     def failed(self) -> list[str]:
         """The checkers whose verdict is not valid."""
