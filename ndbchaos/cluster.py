@@ -148,6 +148,8 @@ class ComposeCluster(ClusterHandle):
                 port = prev.sql_port  # a stopped container keeps its node's port for reporting
             n = Node.from_labels(c.name, c.id, labels, ip=runtime.container_ip(c) or (prev.ip if prev else None),
                                  sql_port=port, serves_sql=role in self.engine_sql_roles())
+            if n.name in self.joined:  # a spare that joined a node group: a data node of it now
+                n.role, n.nodegroup = TP.DATA, self.joined[n.name]
             nodes.append(n)
         if not nodes:
             raise NdbChaosError(f"no containers labelled {TP.PROJECT}={self.project}")

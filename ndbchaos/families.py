@@ -26,6 +26,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("client_path", "faults between clients and SQL nodes (toxiproxy)", "client_path"),
     Family("storage", "a data node's disk fills up (its data directory on a bounded disk: --data-disk SIZE)",
            "node_loss"),
+    Family("operations", "an operator's procedure under load (online add node group, backup and restore, "
+           "online schema change), with a fault during a step", "node_loss"),
 )}
 
 #: markers that are not families

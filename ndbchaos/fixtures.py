@@ -36,6 +36,7 @@ from .report import trend
 from .report.allure import write_results_metadata
 from .report.terminal import scenario_line
 from .runtime import docker_available
+from .operations.driver import Operation, play as operate
 from .record import ScenarioId
 from .scenario import ScenarioRun
 from .soak import SOAK_S, menu_on, play_soak
@@ -222,7 +223,8 @@ def play(cluster: ClusterHandle, scenario_run, request, state: dict):
                            scenario=_scenario_id(request, sc.name, sc.family), **shape)
         if request.node.get_closest_marker(sc.family) is None:  # e.g. a txn scenario: its fault's family
             report.labels(cluster.engine.name, [sc.family])
-        return _judged(request, cluster, drive(run, sc), run, state)
+        res = operate(run, sc) if isinstance(sc, Operation) else drive(run, sc)
+        return _judged(request, cluster, res, run, state)
     return _play
 
 

@@ -54,6 +54,9 @@ class ClusterHandle(ABC):
         self.started = False
         self.ready_seconds: float | None = None
         self._target_draws = 0  # seeded target choices drawn so far (faults.targets)
+        #: spare data nodes that joined a node group since the start (NDB's CREATE NODEGROUP):
+        #: name -> group. ``discover`` applies it, so the rules count them as the engine does
+        self.joined: dict[str, int] = {}
 
     # -- what each runtime says ------------------------------------------------------------------
     @abstractmethod

@@ -66,7 +66,9 @@ class RunRecord:
     crash window, the error classes a fault allows, the promised consistency models);
     ``cluster_samples``: status samples (health, arbitrator, master); ``events``: the engine's
     log events (None when they could not be read); ``steps``/``soak``/``memory``: a soak's faults,
-    declaration and resident memory samples."""
+    declaration and resident memory samples; ``procedure``: an operation's steps (each with its
+    span, outcome and the outcomes the engine allows), what it had to achieve and, for a backup,
+    what the restore held (docs/history-format.md)."""
     engine: str
     project: str
     title: str
@@ -87,6 +89,7 @@ class RunRecord:
     steps: list[dict] | None = None
     soak: dict | None = None
     memory: list[dict] = field(default_factory=list)
+    procedure: dict | None = None  # an operation's steps, outcomes and backup (ndbchaos.operations)
 
     def to_json(self) -> dict:
         return plain({
@@ -97,7 +100,9 @@ class RunRecord:
             "check_options": self.check_options, "cluster_samples": self.cluster_samples,
             "status": {"before": self.status_before, "after": self.status_after},
             "events": self.events, "framework_events": self.framework_events,
-            **({"steps": self.steps, "soak": self.soak, "memory": self.memory} if self.soak is not None else {}),
+            **({"steps": self.steps, "soak": self.soak, "memory": self.memory} if self.soak is not None else
+               {"steps": self.steps} if self.steps is not None else {}),
+            **({"procedure": self.procedure} if self.procedure is not None else {}),
         })
 
 

@@ -19,7 +19,7 @@ and heals open faults even when the run failed half-way, and keeps the evidence 
 never reached its verdict.
 
 The run owns its state: drivers write it through its methods (``mark``, ``measure``, ``expect``,
-``set_check_options``, ``fault_step``, ``declare_soak``, ``keep_memory``) and read it through
+``set_check_options``, ``fault_step``, ``declare_soak``, ``keep_memory``, ``record_procedure``) and read it through
 read-only views (``marks``, ``measurements``, ``check_options``).
 """
 
@@ -127,6 +127,7 @@ class ScenarioRun:
         self.steps: list[dict] = []  # the faults of a run with several (a soak), each its own record
         self.soak: dict | None = None  # a soak's declaration, seed and schedule (``declare_soak``)
         self.memory: list[dict] = []  # resident memory samples of a soak (``keep_memory``)
+        self.procedure: dict | None = None  # an operation's record (``record_procedure``)
         self.status_before = None
         self.result: Result | None = None
         self._load_running = False
@@ -200,11 +201,17 @@ class ScenarioRun:
         """A soak's resident memory samples (``ndbchaos.soak.MemoryProbe``), in the record."""
         self.memory = plain(samples)
 
+    def record_procedure(self, procedure: dict) -> None:
+        """This run is an operation (``ndbchaos.operations``): its steps, outcomes and backup, in
+        the record, judged by the procedure and backup checkers."""
+        self.procedure = plain(procedure)
+
     @contextlib.contextmanager
     def fault_step(self, info: dict, plan):
-        """One fault of several in a run (a soak): inside, the plan, marks, measurements and check
-        options are this fault's own; on the way out they become a step of the run record (with
-        the fault windows and the time span it covers), judged on its own by ``check_run``."""
+        """One fault of several in a run (a soak; an operation's fault during a step): inside, the
+        plan, marks, measurements and check options are this fault's own; on the way out they
+        become a step of the run record (with the fault windows and the time span it covers),
+        judged on its own by ``check_run``."""
         if self.soak is not None:
             self.soak["schedule"].append(plain(info))
         outer, self._scope = self._scope, _Scope(plan)
@@ -293,8 +300,8 @@ class ScenarioRun:
             cluster_samples=[_sample_record(t, ok, s or {}) for t, ok, s in self.observer.cluster_samples],
             status_before=self.status_before, status_after=status_after, events=events,
             framework_events=self.cluster.journal.events(since=self.t0),
-            steps=list(self.steps) if self.soak is not None else None, soak=self.soak,
-            memory=list(self.memory))
+            steps=list(self.steps) if self.soak is not None or self.steps else None, soak=self.soak,
+            memory=list(self.memory), procedure=self.procedure)
 
     def finish(self) -> Result:
         """Stop the load, run the final reads, build the record and judge it (``check_run``)."""

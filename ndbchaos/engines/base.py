@@ -103,6 +103,14 @@ class ClusterLog(Protocol):
 
 
 @runtime_checkable
+class Procedures(Protocol):
+    """Operator procedures an operation declaration asks for (``ndbchaos.operations``): NDB's
+    online schema change, online add node group, backup and restore, each a ``Procedure``."""
+
+    procedures: object
+
+
+@runtime_checkable
 class InventoryCheck(Protocol):
     """Checks of its own on an existing cluster described by an inventory (notes to record)."""
 

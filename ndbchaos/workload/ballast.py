@@ -16,9 +16,13 @@ from ..sqlconn import connect, error_fields
 
 TABLE = "ballast"
 ROW_BYTES = 1000
-#: one statement of the filling (the largest doubles 8 MB): NDB writes it in well under a
+#: one statement of the filling (at most ``STATEMENT_ROWS``): NDB writes it in well under a
 #: second here (9.7.2: 16 MB in 1.5 s over ssh); the bound is for a loaded machine
 STATEMENT_TIMEOUT_S = 120
+#: rows one INSERT ... SELECT adds at most: a 16 MB statement failed with 921 "Out of transaction
+#: memory in local data manager, copy tuples" on a one-node-group layout (9.7.2, the layouts'
+#: SharedGlobalMemory=32M), so the table grows 4 MB at a time once it is that large
+STATEMENT_ROWS = 4096
 
 
 def ensure(cluster, mb: float, table_engine: str | None = None) -> dict:
@@ -60,7 +64,8 @@ def _fill(conn, want: int, table_engine: str) -> int:
             cur.execute(f"INSERT INTO {TABLE} (pad) VALUES (REPEAT('b', {ROW_BYTES}))")
             rows = 1
         while rows < want:
-            cur.execute(f"INSERT INTO {TABLE} (pad) SELECT pad FROM {TABLE} LIMIT {min(rows, want - rows)}")
+            more = min(rows, want - rows, STATEMENT_ROWS)
+            cur.execute(f"INSERT INTO {TABLE} (pad) SELECT pad FROM {TABLE} LIMIT {more}")
             rows = _count(cur)
         return rows
     finally:

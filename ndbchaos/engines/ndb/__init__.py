@@ -31,6 +31,7 @@ from . import expectations, rules
 from .config import NdbConfig
 from .layout import LayoutMixin
 from .lifecycle import LifecycleMixin
+from .procedures import NdbProcedures
 from .status import StatusMixin
 
 
@@ -41,6 +42,8 @@ class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, Engine):
 
     #: keywords each family reads (``expectations.FAMILY_KEYWORDS``)
     FAMILY_KEYWORDS = expectations.FAMILY_KEYWORDS
+    #: the operator procedures of the ``operations`` family (the ability ``Procedures``)
+    procedures = NdbProcedures()
 
     def __init__(self):
         super().__init__()

@@ -1,0 +1,77 @@
+"""operations: the procedures operators fear, under load and under failure (``ndbchaos.operations``).
+
+Each declaration plays an operator's procedure step by step under steady load; the run record
+holds every step (its span, outcome, and the outcomes NDB documents for it), what the procedure
+had to achieve, and for a backup what its restore held. The verdict judges them with every
+scenario's checks (availability, errors, durability, the fault's expectation), the procedure
+checker (the clients' impact per step, each step's outcome) and the backup checker (the restore
+holds exactly what the backup must).
+
+NDB (the project's reference ndb-operations): in-place DDL is online (4); a node failure during
+DDL aborts it with a temporary error or rolls it forward (1.5, 4); a spare node group joins with
+``CREATE NODEGROUP`` and tables spread with ``REORGANIZE PARTITION`` (1.1); a backup is
+consistent at its start (SNAPSHOTSTART) or end (SNAPSHOTEND) and ``ndb_restore`` loads it into
+an empty cluster of any size (2.4).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ndbchaos.catalogue import one_data_node, params
+from ndbchaos.engines.ndb.procedures import replicas_of, running_sql, spare_nodes
+from ndbchaos.faults.node import Kill
+from ndbchaos.operations.driver import Operation
+
+NDB_ONLY = "these procedures are NDB Cluster's (ndb_mgm, ndb_restore, node groups)"
+
+pytestmark = [pytest.mark.operations, pytest.mark.docker]
+
+
+def _spares(cluster) -> str | None:
+    """Why this cluster cannot add a node group: too few data nodes in no node group."""
+    have, want = len(spare_nodes(cluster)), replicas_of(cluster)
+    if have >= want:
+        return None
+    return (f"adding a node group needs {want} spare data nodes (NoOfReplicas); this layout has {have}: "
+            f"start the cluster with --ndb-layout nodegroups=1,replicas={want},spare={want}")
+
+
+def _ops(name, title, procedure, **kw) -> Operation:
+    return Operation(name, "operations", title, procedure=procedure, engines=("ndb",), elsewhere=NDB_ONLY, **kw)
+
+
+SCENARIOS = [
+    _ops("online_schema_change_under_load", "ALTER TABLE ... ADD COLUMN and CREATE INDEX in place, under load",
+         lambda c, rng: c.engine.procedures.online_schema_change(c)),
+    _ops("create_index_while_a_data_node_dies", "CREATE INDEX in place on a 32 MB table; a data node killed during it",
+         lambda c, rng: c.engine.procedures.online_schema_change(c, index_on_ballast=True, node_failure=True),
+         fault=lambda c, rng: Kill(c, one_data_node(c, rng)), fault_step="create index", fault_delay_s=0.3,
+         expectation="datanode_loss", slow=True),
+    _ops("backup_snapshotend_restored_elsewhere", "START BACKUP (SNAPSHOTEND) under load, restored into a "
+         "one-node cluster and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "end")),
+    _ops("backup_snapshotstart_restored_elsewhere", "START BACKUP (SNAPSHOTSTART) under load, restored into a "
+         "one-node cluster and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "start"), slow=True),
+    _ops("create_index_while_its_sql_node_dies", "CREATE INDEX in place on a 32 MB table; the SQL node running it "
+         "killed during it", lambda c, rng: c.engine.procedures.online_schema_change(c, index_on_ballast=True,
+                                                                                    node_failure=True),
+         fault=lambda c, rng: Kill(c, [running_sql(c)]), fault_step="create index", fault_delay_s=0.3,
+         expectation="sqlnode_loss", slow=True),
+    _ops("backup_while_a_data_node_dies", "START BACKUP of 32 MB under load; a data node killed during it; the "
+         "retry restored and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "end", ballast_mb=32,
+                                                                                         node_failure=True),
+         fault=lambda c, rng: Kill(c, one_data_node(c, rng)), fault_step="backup completes", fault_delay_s=0.2,
+         expectation="datanode_loss", slow=True),
+    _ops("add_nodegroup_under_load", "CREATE NODEGROUP of the spare data nodes, REORGANIZE PARTITION, OPTIMIZE TABLE",
+         lambda c, rng: c.engine.procedures.add_nodegroup(c), needs=_spares),
+    _ops("add_nodegroup_while_an_old_data_node_dies", "CREATE NODEGROUP, REORGANIZE PARTITION of a 32 MB table; "
+         "a data node of the old node group killed during it", lambda c, rng: c.engine.procedures.add_nodegroup(
+             c, ballast=True, node_failure=True),
+         fault=lambda c, rng: Kill(c, one_data_node(c, rng)), fault_step="reorganize ballast", fault_delay_s=0.3,
+         expectation="datanode_loss", needs=_spares, slow=True),
+]
+
+
+@pytest.mark.parametrize("sc", params(SCENARIOS))
+def test_operations(sc, play):
+    play(sc)

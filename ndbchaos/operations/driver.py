@@ -1,0 +1,170 @@
+"""Playing an operation: an operator's procedure under steady load, step by step, with a fault
+injected during one of its steps when the declaration names one.
+
+    Operation("add_column_under_load", "operations", "online schema change: ADD COLUMN and CREATE INDEX",
+              procedure=lambda c, rng: c.engine.procedures.online_schema_change(c))
+
+    baseline   steady load on every SQL node
+    step: <n>  each step of the procedure, one phase each (its span is what the clients felt
+               during it); with ``fault_step``, the step's action runs in a thread while the
+               fault's cycle (``ndbchaos.driver.cycle``: inject, the engine's reaction, heal,
+               recovery) runs beside it, judged by the fault's plan on its own span (a fault
+               step of the record, as a soak's faults are)
+    after      every node healthy, the procedure's outcomes observed, ``after_s`` of load
+    verdict    the run record (with ``procedure``: steps, outcomes, backup) judged by every
+               checker, the procedure's and the backup's among them
+
+The cleanup (``Procedure.cleanup``) runs on every path out, after the verdict or an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+from ..driver import AFTER_S, BASELINE_S, HOLD_S, Scenario, cycle, margin
+from .procedure import Context, Procedure, StepFailed, StepRecord, one_line
+
+log = logging.getLogger("ndbchaos")
+
+#: how long the driver waits for a step's action when a fault ran beside it, after the fault's
+#: recovery: DDL that a node failure interrupted is retried or rolled forward by the engine
+STEP_JOIN_S = 300.0
+
+
+def _no_fault(cluster, rng):
+    return None
+
+
+@dataclass(frozen=True)
+class Operation(Scenario):
+    """A procedure under load (``procedure(cluster, rng) -> Procedure``), optionally with a fault
+    (``fault(cluster, rng)``, as a scenario's) injected ``fault_delay_s`` into step
+    ``fault_step`` and judged as the family ``expectation`` names (e.g. ``datanode_loss``).
+    ``needs(cluster)``: why this cluster cannot play it (None: it can)."""
+    fault: Callable = _no_fault
+    procedure: Callable | None = None
+    fault_step: str | None = None
+    fault_delay_s: float = 1.0
+    needs: Callable | None = None
+
+    def why_not_on(self, cluster) -> str | None:
+        why = super().why_not_on(cluster)
+        if why is None and self.needs is not None:
+            why = self.needs(cluster)
+        return why
+
+
+def play(run, op: Operation):
+    """Run one operation on ``run`` (a ScenarioRun made for it); returns the Result."""
+    cluster = run.cluster
+    proc: Procedure = op.procedure(cluster, run.rng)
+    if op.fault_step is not None:
+        proc.step(op.fault_step)  # a declaration naming no step of its procedure is refused here
+    ctx = Context(cluster, run.clock)
+    try:
+        if proc.prepare is not None:
+            with run.step(f"prepare {proc.name}"):
+                proc.prepare(ctx)
+        # the fault's targets are drawn now (recorded with the seed); its plan when its step
+        # begins, from the cluster as the procedure has made it (a new node group counts)
+        fault = op.fault(cluster, run.rng) if op.fault_step is not None else None
+        with run.phase("baseline", f"steady {run.workload.name} load"):
+            run.start_load()
+            run.hold(op.baseline_s)
+        records: list[StepRecord] = []
+        stopped = None
+        for step in proc.steps:
+            if stopped is not None:
+                records.append(StepRecord(step.name, run.clock.now(), run.clock.now(), "skipped", step.expected,
+                                          f"not run: {stopped}", max_outage_s=step.max_outage_s))
+                continue
+            with_fault = fault if step.name == op.fault_step else None
+            with run.phase(f"step: {step.name}", step.description):
+                rec = _play_step(run, ctx, step, with_fault, op)
+            records.append(rec)
+            log.info("step %s: %s (%s)", step.name, rec.outcome, rec.detail)
+            if rec.outcome != "done" and step.stop_if_not_done:
+                stopped = f"{step.name} {rec.outcome}"
+        with run.phase("after", "every node healthy, the procedure's outcomes, load"):
+            run.recover_exited()
+            run.wait_healthy(120.0)
+            outcomes = []
+            if op.fault_step is not None:  # the fault must have hit the step it was declared for
+                hit = all(ctx.state.get("fault_hit") or [False])
+                outcomes.append({"name": f"the fault hit step {op.fault_step!r} while it ran", "holds": hit,
+                                 "detail": next((r.fault for r in records if r.name == op.fault_step), None)
+                                 or "the step was not run"})
+            for o in proc.outcomes:
+                with run.step(f"observe: {o.name}"):
+                    try:
+                        holds, detail = o.observe(ctx)
+                    except Exception as e:  # an observation that fails is not a verdict of False
+                        holds, detail = None, f"could not be observed: {type(e).__name__}: {one_line(str(e))}"
+                outcomes.append({"name": o.name, "holds": holds, "detail": detail})
+            run.hold(op.after_s)
+        run.record_procedure({"name": proc.name, "steps": [r.to_json() for r in records], "outcomes": outcomes,
+                              **({"backup": ctx.backup} if ctx.backup is not None else {})})
+        for r in records:
+            run.measure(f"step {r.name}", r.end - r.start, "s", note=f"{r.outcome}: {r.detail}")
+        return run.finish()
+    finally:
+        if proc.cleanup is not None:
+            with run.step(f"clean up after {proc.name}"):
+                try:
+                    proc.cleanup(ctx)
+                except Exception as e:  # said, and the next test's reset finds what is left
+                    log.warning("cleanup of %s failed: %s", proc.name, e)
+
+
+def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
+    start = run.clock.now()
+    if fault is None:
+        outcome, detail = _act(step, ctx)
+        return StepRecord(step.name, start, run.clock.now(), outcome, step.expected, detail,
+                          max_outage_s=step.max_outage_s)
+    plan = op.plan(run.cluster, fault)
+    box: dict = {}
+
+    def work():
+        box["outcome"], box["detail"] = _act(step, ctx)
+        box["end"] = run.clock.now()
+
+    worker = threading.Thread(target=work, name=f"step {step.name}", daemon=True)
+    worker.start()
+    worker.join(op.fault_delay_s)
+    if worker.is_alive():
+        # the fault is judged on its own span, as a soak's are (``checks.steps``): the procedure's
+        # steps before it (a lock on the issuing SQL node's table) are not its doing
+        info = {"index": 1, "scenario": op.name, "family": op.expectation or op.family,
+                "targets": [t.name for t in fault.targets], "during": step.name}
+        with run.fault_step(info, plan):
+            cycle(run, fault, plan, op.hold_s, 0.0)
+    bound = plan.exp.recovery_bound_s
+    worker.join(STEP_JOIN_S + bound + margin(bound))
+    if worker.is_alive():
+        box.update(outcome="failed", detail=f"still running {STEP_JOIN_S:.0f} s after the fault's recovery")
+    end = box.get("end", run.clock.now())
+    # the fault hit the step when it began before the step's action ended (a kill's effect can
+    # end the action before the kill is stamped applied: the client's connection dies first)
+    began = fault.window.start
+    what = f"{fault.kind} {', '.join(t.name for t in fault.targets)}"
+    if began is not None and began < end:
+        note = f"{what}, begun {began - start:.1f} s into the step, which ran {end - start:.1f} s"
+    else:  # the step was over first: the fault did not hit it, and the record says so
+        note = f"none: the step ended {end - start:.1f} s in, before {what} was due ({op.fault_delay_s:g} s)"
+    ctx.state.setdefault("fault_hit", []).append(began is not None and began < end)
+    return StepRecord(step.name, start, end, box.get("outcome", "failed"), step.expected,
+                      box.get("detail", ""), fault=note, max_outage_s=step.max_outage_s)
+
+
+def _act(step, ctx: Context) -> tuple[str, str]:
+    try:
+        return "done", one_line(step.action(ctx))
+    except StepFailed as e:
+        return e.outcome, one_line(str(e))
+
+
+__all__ = ["AFTER_S", "BASELINE_S", "HOLD_S", "Operation", "play"]

@@ -1,0 +1,212 @@
+"""The operations driver plays a procedure on a ScenarioRun: one phase per step, each step's
+outcome and span in the record, the rest skipped after a step the procedure cannot go on
+without, the outcomes observed after it, a fault during a named step (and whether it hit the
+step), and the cleanup on every path. The run is an autospec of ScenarioRun, so the driver can
+only call what a real run has."""
+
+import threading
+import time
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+
+from ndbchaos.engines.base import ClusterStatus, Expectation
+from ndbchaos.engines.ndb.procedures import parse_ndb_desc
+from ndbchaos.operations import Outcome, Procedure, Step, StepFailed
+from ndbchaos.operations import driver as ops
+from ndbchaos.scenario import ScenarioRun
+from ndbchaos.topology import DATA, SQL, Node, Topology
+
+
+class Clock:
+    def __init__(self):
+        self.t = 100.0
+        self.lock = threading.Lock()
+
+    def now(self):
+        with self.lock:
+            self.t += 0.5
+            return self.t
+
+
+def _run():
+    topo = Topology("p", "ndb", [Node("data1", DATA, "p-data1-1", nodeid=11, nodegroup=0),
+                                 Node("data2", DATA, "p-data2-1", nodeid=12, nodegroup=0),
+                                 Node("sql1", SQL, "p-sql1-1", nodeid=51, sql_port=3306, serves_sql=True)])
+    engine = mock.Mock()
+    engine.name = "ndb"
+    engine.expectation.return_value = Expectation("datanode_loss", True, True, "rule", 5.0, 30.0,
+                                                  "node_restart", {})
+    cluster = SimpleNamespace(topology=topo, engine=engine, options={}, journal=mock.Mock(), project="p")
+    run = mock.create_autospec(ScenarioRun, instance=True)
+    run.cluster, run.clock, run.rng = cluster, Clock(), mock.Mock()
+    run.workload = SimpleNamespace(name="ledger")
+    run.marks, run.check_options = {}, {}
+    run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
+    st = ClusterStatus(103.0, [], True, [])
+    run.wait_status.return_value = (st, 1.0)
+    run.wait_healthy.return_value = (st, 5.0)
+    run.runner = mock.Mock()
+    run.finish.return_value = "result"
+    phases = []
+    run.phase.side_effect = lambda name, description="": _Phase(phases, name)
+    run.phases_seen = phases
+    return run
+
+
+class _Phase:
+    def __init__(self, seen, name):
+        self.seen, self.name = seen, name
+
+    def __enter__(self):
+        self.seen.append(self.name)
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _recorded(run) -> dict:
+    (proc,), _ = run.record_procedure.call_args
+    return proc
+
+
+def _op(procedure, **kw):
+    return ops.Operation("op", "operations", "t", procedure=lambda c, rng: procedure, baseline_s=0, hold_s=0,
+                         after_s=0, **kw)
+
+
+def test_each_step_is_a_phase_and_the_record_holds_its_outcome_and_the_outcomes():
+    cleaned = []
+    proc = Procedure("p", (Step("one", lambda ctx: "did one"), Step("two", lambda ctx: "did two\nsecond line")),
+                       outcomes=(Outcome("it worked", lambda ctx: (True, "yes")),),
+                       cleanup=lambda ctx: cleaned.append(True))
+    run = _run()
+    assert ops.play(run, _op(proc)) == "result"
+    assert run.phases_seen == ["baseline", "step: one", "step: two", "after"]
+    rec = _recorded(run)
+    assert [(s["name"], s["outcome"], s["detail"]) for s in rec["steps"]] == [
+        ("one", "done", "did one"), ("two", "done", "did two second line")]
+    assert all(s["end"] >= s["start"] for s in rec["steps"])
+    assert rec["outcomes"] == [{"name": "it worked", "holds": True, "detail": "yes"}]
+    assert "backup" not in rec
+    assert cleaned == [True]
+
+
+def test_a_failed_step_skips_the_rest_unless_the_procedure_goes_on_without_it():
+    def refuse(ctx):
+        raise StepFailed("ERROR 1234: no")
+
+    proc = Procedure("p", (Step("a", refuse, stop_if_not_done=False), Step("b", refuse), Step("c", lambda ctx: "c")))
+    run = _run()
+    ops.play(run, _op(proc))
+    steps = _recorded(run)["steps"]
+    assert [(s["name"], s["outcome"]) for s in steps] == [("a", "failed"), ("b", "failed"), ("c", "skipped")]
+    assert steps[2]["detail"] == "not run: b failed"
+
+
+def test_an_outcome_that_cannot_be_observed_is_unknown_not_false():
+    def broken(ctx):
+        raise RuntimeError("connection refused")
+
+    proc = Procedure("p", (Step("a", lambda ctx: "a"),), outcomes=(Outcome("seen", broken),))
+    run = _run()
+    ops.play(run, _op(proc))
+    (o,) = _recorded(run)["outcomes"]
+    assert o["holds"] is None and "connection refused" in o["detail"]
+
+
+def test_the_cleanup_runs_when_the_run_fails_half_way():
+    cleaned = []
+    proc = Procedure("p", (Step("a", lambda ctx: "a"),), cleanup=lambda ctx: cleaned.append(True))
+    run = _run()
+    run.start_load.side_effect = RuntimeError("no SQL node serves")
+    with pytest.raises(RuntimeError):
+        ops.play(run, _op(proc))
+    assert cleaned == [True]
+
+
+def test_a_declaration_naming_no_step_of_its_procedure_is_refused_before_the_load():
+    proc = Procedure("p", (Step("a", lambda ctx: "a"),))
+    run = _run()
+    with pytest.raises(ValueError, match="has no step 'b'"):
+        ops.play(run, _op(proc, fault=lambda c, rng: None, fault_step="b"))
+    run.start_load.assert_not_called()
+
+
+def _fault(run, target="data1"):
+    node = run.cluster.topology.node(target)
+    window = SimpleNamespace(start=None, applied_at=None, targets=[target])
+    f = SimpleNamespace(kind="kill", targets=[node], window=window)
+    return f
+
+
+def test_a_fault_during_a_step_runs_its_cycle_beside_the_step_and_is_said_to_have_hit_it(monkeypatch):
+    run = _run()
+    fault = _fault(run)
+    cycles = []
+
+    def cycle(r, f, plan, hold_s, after_s):
+        f.window.start = r.clock.now()
+        cycles.append((f.kind, hold_s, after_s))
+
+    monkeypatch.setattr(ops, "cycle", cycle)
+    proc = Procedure("p", (Step("slow", lambda ctx: time.sleep(0.3) or "built", expected=("done", "failed")),))
+    ops.play(run, _op(proc, fault=lambda c, rng: fault, fault_step="slow", fault_delay_s=0.05,
+                      expectation="datanode_loss"))
+    assert cycles == [("kill", 0, 0.0)]
+    rec = _recorded(run)
+    (step,) = rec["steps"]
+    assert step["outcome"] == "done" and step["expected"] == ["done", "failed"]
+    assert step["fault"].startswith("kill data1, begun")
+    hit = rec["outcomes"][0]
+    assert hit["name"] == "the fault hit step 'slow' while it ran" and hit["holds"] is True
+    (info, _plan), _ = run.fault_step.call_args  # judged on its own span, as a soak's faults
+    assert info["during"] == "slow" and info["targets"] == ["data1"]
+    run.expect.assert_not_called()
+
+
+def test_a_step_over_before_its_fault_was_due_is_recorded_as_missed(monkeypatch):
+    run = _run()
+    fault = _fault(run)
+    monkeypatch.setattr(ops, "cycle", lambda *a: pytest.fail("the fault must not be injected"))
+    proc = Procedure("p", (Step("quick", lambda ctx: "done at once"),))
+    ops.play(run, _op(proc, fault=lambda c, rng: fault, fault_step="quick", fault_delay_s=0.5,
+                      expectation="datanode_loss"))
+    rec = _recorded(run)
+    assert rec["steps"][0]["fault"].startswith("none: the step ended")
+    assert rec["outcomes"][0]["holds"] is False
+
+
+def test_needs_says_why_a_cluster_cannot_play_the_operation():
+    run = _run()
+    op = ops.Operation("op", "operations", "t", procedure=lambda c, rng: None,
+                       needs=lambda c: "this layout has 0 spare data nodes")
+    assert op.why_not_on(run.cluster) == "this layout has 0 spare data nodes"
+    assert ops.Operation("op", "operations", "t", procedure=lambda c, rng: None,
+                         engines=("galera",), elsewhere="x").why_not_on(run.cluster).startswith("op is for galera")
+
+
+def test_a_step_outcome_outside_the_known_ones_is_refused():
+    with pytest.raises(ValueError, match="unknown step outcome"):
+        StepFailed("x", outcome="exploded")
+
+
+NDB_DESC = """-- ballast --
+Version: 16777226
+PartitionCount: 4
+-- Attributes --
+id Bigint PRIMARY KEY DISTRIBUTION KEY AT=FIXED ST=MEMORY
+pad Varchar(4000;utf8mb4_0900_ai_ci) NOT NULL AT=SHORT_VAR ST=MEMORY
+chaos_note Varchar(128;utf8mb4_0900_ai_ci) NULL AT=SHORT_VAR ST=MEMORY DYNAMIC
+-- Indexes --\x20
+PRIMARY KEY(id) - UniqueHashIndex
+chaos_ix(id) - OrderedIndex
+PRIMARY(id) - OrderedIndex
+"""
+
+
+def test_ndb_desc_gives_the_columns_and_indexes_of_ndbs_own_dictionary():
+    cols, idx = parse_ndb_desc(NDB_DESC)
+    assert cols == {"id", "pad", "chaos_note"}
+    assert idx == {"PRIMARY KEY", "chaos_ix", "PRIMARY"}
