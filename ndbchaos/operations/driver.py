@@ -140,8 +140,8 @@ def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
         # steps before it (a lock on the issuing SQL node's table) are not its doing
         info = {"index": 1, "scenario": op.name, "family": op.expectation or op.family,
                 "targets": [t.name for t in fault.targets], "during": step.name}
-        with run.fault_step(info, plan):
-            cycle(run, fault, plan, op.hold_s, 0.0)
+        with run.fault_step(info, plan):  # after_s: its span holds the clients served again
+            cycle(run, fault, plan, op.hold_s, op.after_s)
     bound = plan.exp.recovery_bound_s
     worker.join(STEP_JOIN_S + bound + margin(bound))
     if worker.is_alive():

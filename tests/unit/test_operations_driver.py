@@ -154,7 +154,7 @@ def test_a_fault_during_a_step_runs_its_cycle_beside_the_step_and_is_said_to_hav
     proc = Procedure("p", (Step("slow", lambda ctx: time.sleep(0.3) or "built", expected=("done", "failed")),))
     ops.play(run, _op(proc, fault=lambda c, rng: fault, fault_step="slow", fault_delay_s=0.05,
                       expectation="datanode_loss"))
-    assert cycles == [("kill", 0, 0.0)]
+    assert cycles == [("kill", 0, 0)]
     rec = _recorded(run)
     (step,) = rec["steps"]
     assert step["outcome"] == "done" and step["expected"] == ["done", "failed"]
