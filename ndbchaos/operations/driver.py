@@ -38,7 +38,7 @@ def _no_fault(cluster, rng):
     return None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # Scenario's repr: the name (the report's stable parameter)
 class Operation(Scenario):
     """A procedure under load (``procedure(cluster, rng) -> Procedure``), optionally with a fault
     (``fault(cluster, rng)``, as a scenario's) injected ``fault_delay_s`` into step

@@ -210,3 +210,9 @@ def test_ndb_desc_gives_the_columns_and_indexes_of_ndbs_own_dictionary():
     cols, idx = parse_ndb_desc(NDB_DESC)
     assert cols == {"id", "pad", "chaos_note"}
     assert idx == {"PRIMARY KEY", "chaos_ix", "PRIMARY"}
+
+
+def test_an_operation_shows_as_its_name_as_a_scenario_does():
+    # the report's parameter and Allure's history id: stable from run to run
+    op = ops.Operation("op_name", "operations", "t", procedure=lambda c, rng: None)
+    assert repr(op) == "op_name"
