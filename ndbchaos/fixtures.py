@@ -223,7 +223,10 @@ def play(cluster: ClusterHandle, scenario_run, request, state: dict):
                            scenario=_scenario_id(request, sc.name, sc.family), **shape)
         if request.node.get_closest_marker(sc.family) is None:  # e.g. a txn scenario: its fault's family
             report.labels(cluster.engine.name, [sc.family])
-        res = operate(run, sc) if isinstance(sc, Operation) else drive(run, sc)
+        try:
+            res = operate(run, sc) if isinstance(sc, Operation) else drive(run, sc)
+        except UsageError as e:  # bad input to a declaration: one line, nothing was started
+            pytest.fail(f"{sc.name}: {e}", pytrace=False)
         return _judged(request, cluster, res, run, state)
     return _play
 

@@ -44,8 +44,9 @@ def test_a_node_group_of_spares_joins_under_load(tmp_path):
     assert "Nodegroup 1 created" in proc["steps"][0]["detail"]
     (spread,) = proc["outcomes"]
     assert spread["holds"] is True and "13" in spread["detail"] and "14" in spread["detail"], spread
-    spares = [n for n in history.run["topology"]["nodes"] if n["role"] == "spare"]
-    assert sorted(n["nodeid"] for n in spares) == [13, 14], history.run["topology"]
+    # the record's topology is the cluster's at the end of the procedure: the spares in group 1
+    groups = {n["nodeid"]: n["nodegroup"] for n in history.run["topology"]["nodes"] if n["role"] == "data"}
+    assert groups == {11: 0, 12: 0, 13: 1, 14: 1}, history.run["topology"]
 
     # the saved run judged again gives the same verdict, each step's client impact in it
     verdict = check_run(history)

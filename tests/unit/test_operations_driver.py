@@ -12,7 +12,8 @@ from unittest import mock
 import pytest
 
 from ndbchaos.engines.base import ClusterStatus, Expectation
-from ndbchaos.engines.ndb.procedures import parse_ndb_desc
+from ndbchaos.engines.ndb.procedures import NdbProcedures, parse_ndb_desc
+from ndbchaos.errors import UsageError
 from ndbchaos.operations import Outcome, Procedure, Step, StepFailed
 from ndbchaos.operations import driver as ops
 from ndbchaos.scenario import ScenarioRun
@@ -216,3 +217,25 @@ def test_an_operation_shows_as_its_name_as_a_scenario_does():
     # the report's parameter and Allure's history id: stable from run to run
     op = ops.Operation("op_name", "operations", "t", procedure=lambda c, rng: None)
     assert repr(op) == "op_name"
+
+
+def _ndb_cluster(spares: int):
+    nodes = [Node("data1", DATA, "p-data1-1", nodeid=11, nodegroup=0),
+             Node("data2", DATA, "p-data2-1", nodeid=12, nodegroup=0)]
+    nodes += [Node(f"data{3 + i}", "spare", f"p-data{3 + i}-1", nodeid=13 + i) for i in range(spares)]
+    engine = mock.Mock()
+    engine.sql_database = "ndbchaos"
+    engine.config.return_value = SimpleNamespace(replicas=2)
+    return SimpleNamespace(topology=Topology("p", "ndb", nodes), engine=engine, options={}, joined={})
+
+
+def test_bad_input_to_a_procedure_is_one_line_before_anything_starts():
+    lib = NdbProcedures()
+    with pytest.raises(UsageError, match="needs 2 data nodes .* has 1 .*spare=2"):
+        lib.add_nodegroup(_ndb_cluster(spares=1))
+    proc = lib.add_nodegroup(_ndb_cluster(spares=2))
+    assert [s.name for s in proc.steps] == ["create nodegroup", "reorganize ledger", "optimize ledger"]
+    with pytest.raises(UsageError, match="snapshot must be one of end, start"):
+        lib.backup_restore(_ndb_cluster(0), snapshot="middle")
+    with pytest.raises(UsageError, match="replicas must be 1-4"):
+        lib.backup_restore(_ndb_cluster(0), into="nodegroups=1,replicas=5")

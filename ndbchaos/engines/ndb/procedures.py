@@ -242,6 +242,14 @@ class NdbProcedures:
         db = cluster.engine.sql_database
 
         def create(ctx: Context) -> str:
+            # bad input stops the procedure before it changes anything: every table must exist
+            names = ",".join(f"'{t}'" for t in tables)
+            have = sql(ctx, f"SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA='{db}' AND "
+                            f"TABLE_NAME IN ({names}) AND ENGINE='ndbcluster'", timeout=30).split()
+            unknown = [t for t in tables if t not in have]
+            if unknown:
+                raise StepFailed(f"no NDB table {', '.join(f'{db}.{t}' for t in unknown)} to reorganize: "
+                                 "nothing was changed")
             out = mgm(ctx, f"CREATE NODEGROUP {ids}", timeout=120.0)
             m = re.search(r"Nodegroup (\d+) created", out)
             if m is None:
