@@ -133,14 +133,16 @@ def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
         box["end"] = run.clock.now()
 
     worker = threading.Thread(target=work, name=f"step {step.name}", daemon=True)
-    worker.start()
-    worker.join(op.fault_delay_s)
-    if worker.is_alive():
-        # the fault is judged on its own span, as a soak's are (``checks.steps``): the procedure's
-        # steps before it (a lock on the issuing SQL node's table) are not its doing
-        info = {"index": 1, "scenario": op.name, "family": op.expectation or op.family,
-                "targets": [t.name for t in fault.targets], "during": step.name}
-        with run.fault_step(info, plan):  # after_s: its span holds the clients served again
+    # the fault is judged on its own span, as a soak's are (``checks.steps``): from the step's
+    # start (the clients' operations before the fault say which SQL node each was on) to after
+    # its recovery and ``after_s`` (its span holds the clients of a lost SQL node served again);
+    # the procedure's steps before it (a lock on the issuing SQL node's table) are not its doing
+    info = {"index": 1, "scenario": op.name, "family": op.expectation or op.family,
+            "targets": [t.name for t in fault.targets], "during": step.name}
+    with run.fault_step(info, plan):
+        worker.start()
+        worker.join(op.fault_delay_s)
+        if worker.is_alive():
             cycle(run, fault, plan, op.hold_s, op.after_s)
     bound = plan.exp.recovery_bound_s
     worker.join(STEP_JOIN_S + bound + margin(bound))
