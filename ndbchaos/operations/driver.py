@@ -163,10 +163,16 @@ def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
 
 
 def _act(step, ctx: Context) -> tuple[str, str]:
+    """(outcome, detail) of a step's action. Anything it raises besides ``StepFailed`` (a lost
+    connection to Docker, an engine's unexpected answer) fails the step with what was raised: the
+    run goes on to its outcomes, verdict and cleanup."""
     try:
         return "done", one_line(step.action(ctx))
     except StepFailed as e:
         return e.outcome, one_line(str(e))
+    except Exception as e:
+        log.warning("step %s raised %s: %s", step.name, type(e).__name__, e)
+        return "failed", one_line(f"{type(e).__name__}: {e}")
 
 
 __all__ = ["AFTER_S", "BASELINE_S", "HOLD_S", "Operation", "play"]

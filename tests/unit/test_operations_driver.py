@@ -239,3 +239,15 @@ def test_bad_input_to_a_procedure_is_one_line_before_anything_starts():
         lib.backup_restore(_ndb_cluster(0), snapshot="middle")
     with pytest.raises(UsageError, match="replicas must be 1-4"):
         lib.backup_restore(_ndb_cluster(0), into="nodegroups=1,replicas=5")
+
+
+def test_a_step_that_raises_anything_fails_and_the_run_goes_on():
+    def boom(ctx):
+        raise KeyError("id")
+
+    proc = Procedure("p", (Step("a", boom, stop_if_not_done=False), Step("b", lambda ctx: "b")))
+    run = _run()
+    ops.play(run, _op(proc))
+    steps = _recorded(run)["steps"]
+    assert [(s["name"], s["outcome"]) for s in steps] == [("a", "failed"), ("b", "done")]
+    assert steps[0]["detail"] == "KeyError: 'id'"

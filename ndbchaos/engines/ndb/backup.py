@@ -87,14 +87,15 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         code, out, src = engine.mgm(cluster, command, timeout=120.0)
         started = ctx.clock.now()
         m = re.search(r"Backup (\d+) started", out or "")
-        ctx.backup = {"snapshot": snapshot, "command": command, "issued": round(issued, 6),
-                      "started": round(started, 6) if m else None, "completed": None}
-        if m is None:
+        if m is None:  # no backup: nothing for the record to check
             raise StepFailed(f"ndb_mgm '{command}' via {src}: {one_line(out)}")
-        ctx.backup["id"] = int(m.group(1))
+        ctx.backup = {"id": int(m.group(1)), "snapshot": snapshot, "command": command, "issued": round(issued, 6),
+                      "started": round(started, 6), "completed": None}
         return one_line(out)
 
     def complete(ctx: Context) -> str:
+        if ctx.backup is None:
+            raise StepFailed("no backup was started")
         bid, follower = ctx.backup["id"], ctx.state["log"]
         found: list[dict] = []
 
