@@ -21,6 +21,7 @@ import pytest
 from ndbchaos.catalogue import one_data_node, params
 from ndbchaos.engines.ndb.procedures import replicas_of, running_sql, spare_nodes
 from ndbchaos.faults.node import Kill
+from ndbchaos.handle import ComposeProject
 from ndbchaos.operations.driver import Operation
 
 NDB_ONLY = "these procedures are NDB Cluster's (ndb_mgm, ndb_restore, node groups)"
@@ -37,21 +38,31 @@ def _spares(cluster) -> str | None:
             f"start the cluster with --ndb-layout nodegroups=1,replicas={want},spare={want}")
 
 
+def _containers(cluster) -> str | None:
+    """Why this cluster cannot play a backup's restore: the fresh cluster it restores into is
+    started beside it as containers, which only the container backend does."""
+    if isinstance(cluster, ComposeProject):
+        return None
+    return ("the backup is restored into a fresh cluster of containers started beside this one, which only "
+            "the container backend does (not an inventory's hosts)")
+
+
 def _ops(name, title, procedure, **kw) -> Operation:
     return Operation(name, "operations", title, procedure=procedure, engines=("ndb",), elsewhere=NDB_ONLY, **kw)
 
 
 SCENARIOS = [
     _ops("online_schema_change_under_load", "ALTER TABLE ... ADD COLUMN and CREATE INDEX in place, under load",
-         lambda c, rng: c.engine.procedures.online_schema_change(c)),
+         lambda c, rng: c.engine.procedures.online_schema_change(c), slow=True),
     _ops("create_index_while_a_data_node_dies", "CREATE INDEX in place on a 32 MB table; a data node killed during it",
          lambda c, rng: c.engine.procedures.online_schema_change(c, index_on_ballast=True, node_failure=True),
          fault=lambda c, rng: Kill(c, one_data_node(c, rng)), fault_step="create index", fault_delay_s=0.3,
          expectation="datanode_loss", slow=True),
     _ops("backup_snapshotend_restored_elsewhere", "START BACKUP (SNAPSHOTEND) under load, restored into a "
-         "one-node cluster and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "end")),
+         "one-node cluster and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "end"), needs=_containers),
     _ops("backup_snapshotstart_restored_elsewhere", "START BACKUP (SNAPSHOTSTART) under load, restored into a "
-         "one-node cluster and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "start"), slow=True),
+         "one-node cluster and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "start"), slow=True,
+         needs=_containers),
     _ops("create_index_while_its_sql_node_dies", "CREATE INDEX in place on a 32 MB table; the SQL node running it "
          "killed during it", lambda c, rng: c.engine.procedures.online_schema_change(c, index_on_ballast=True,
                                                                                     node_failure=True),
@@ -61,7 +72,7 @@ SCENARIOS = [
          "retry restored and proven", lambda c, rng: c.engine.procedures.backup_restore(c, "end", ballast_mb=32,
                                                                                          node_failure=True),
          fault=lambda c, rng: Kill(c, one_data_node(c, rng)), fault_step="backup completes", fault_delay_s=0.2,
-         expectation="datanode_loss", slow=True),
+         expectation="datanode_loss", slow=True, needs=_containers),
     _ops("add_nodegroup_under_load", "CREATE NODEGROUP of the spare data nodes, REORGANIZE PARTITION, OPTIMIZE TABLE",
          lambda c, rng: c.engine.procedures.add_nodegroup(c), needs=_spares),
     _ops("add_nodegroup_while_an_old_data_node_dies", "CREATE NODEGROUP, REORGANIZE PARTITION of a 32 MB table; "

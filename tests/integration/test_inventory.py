@@ -29,17 +29,17 @@ EXAMPLE = REPO / "examples" / "inventory" / "hosts.yml"
 CHAIN_GUARD_S = 20  # the controller-killed test's guard: long enough to verify the cut, short to wait for
 #: the catalogue over ssh: "full" (every scenario of the default run, about as long as the
 #: container run of it) or "subset" (CI: one scenario per way a fault reaches a host over ssh:
-#: a kill, a freeze, a whole node group killed, an SQL node, an iptables partition; the container
-#: run of the full catalogue covers the rest)
+#: a kill, a freeze, a whole node group killed, an iptables partition; the container run of the
+#: full catalogue covers the rest)
 SSH_CATALOGUE = os.environ.get("NDBCHAOS_SSH_CATALOGUE", "full")
 assert SSH_CATALOGUE in ("full", "subset"), f"NDBCHAOS_SSH_CATALOGUE={SSH_CATALOGUE!r}: full or subset"
 # one scenario per way a fault reaches a host over ssh: a data node killed (and restarted by the
-# inventory's start command), frozen, every data node of a group killed (a system restart),
-# mysqld killed, an iptables partition. The master's kill is the first one's with its target read
-# from status, which every scenario reads, and the arbitrator's is the same kill on a management
-# host, restarted by its own start command as the data node's is: the full run has both.
-SSH_SUBSET = ("kill_one_data_node", "freeze_one_data_node", "kill_whole_nodegroup", "lose_one_sql_node",
-              "isolate_one_data_node")
+# inventory's start command), frozen, every data node of a group killed (a system restart), an
+# iptables partition. The master's kill is the first one's with its target read from status,
+# which every scenario reads; the arbitrator's and mysqld's are the same kill on a management or
+# an SQL host, each restarted by its own start command as the data node's is: the full run has
+# all three.
+SSH_SUBSET = ("kill_one_data_node", "freeze_one_data_node", "kill_whole_nodegroup", "isolate_one_data_node")
 
 
 @pytest.fixture(scope="module")
@@ -96,10 +96,13 @@ def test_default_catalogue_over_ssh(lab):
     assert "run label ndbchaos-inv-lab" in out, out[-2000:]
     by_name = {next(p["value"] for p in x.get("parameters", []) if p["name"] == "sc"): x
                for x in allure_results(results)}
-    # client-path faults need the toxiproxy, storage faults the bounded disks, that the container
-    # backend places: skipped over ssh with why
-    proxied = {sc.name for _, sc in catalogue() if sc.family == "client_path" or sc.needs_disk}
-    for name in SSH_SUBSET + (("kill_master_data_node", "kill_arbitrator") if SSH_CATALOGUE == "full" else ()):
+    # client-path faults need the toxiproxy, storage faults the bounded disks, a backup's restore a
+    # fresh cluster of containers, that the container backend places (and adding a node group
+    # spare data nodes): skipped over ssh with why
+    proxied = {sc.name for _, sc in catalogue()
+               if sc.family == "client_path" or sc.needs_disk or getattr(sc, "needs", None)}
+    for name in SSH_SUBSET + (("kill_master_data_node", "kill_arbitrator", "lose_one_sql_node")
+                              if SSH_CATALOGUE == "full" else ()):
         assert name in by_name, sorted(by_name)
     for name, x in by_name.items():
         if name in only_elsewhere("ndb") or name in proxied:
