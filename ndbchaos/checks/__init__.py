@@ -16,19 +16,16 @@ durability; bank: invariant). See docs/history-format.md for the verdict fields 
 The package: ``verdict`` (``Verdict``, ``RunVerdict``, ``compose``), ``figures`` (each checker's
 figures, typed), ``judge`` (the registry, the options,
 ``check_history``), one module per checker, ``steps`` (a soak's faults, each on its own span);
-``check_run`` here judges a saved run from its record, and adds, for an operator's procedure
-(``procedure`` in the record), ``procedure`` (each step's outcome and the clients' impact during
-it, the procedure's outcomes) and, for a backup, ``backup`` (what its restore holds).
+``check_run`` here judges a saved run from its record (``check_history`` adds, for an operator's
+procedure in the record, ``procedure``: each step's outcome and the clients' impact during it, the
+procedure's outcomes; and for a backup, ``backup``: what its restore holds).
 """
 
 from __future__ import annotations
 
 from ..history import History
 from . import steps
-from .backup import check as check_backup
-from .frame import build_frame
-from .judge import BY_WORKLOAD, DEFAULT_OPTIONS, GENERIC, _guarded, check_history, register, resolve_options
-from .procedure import check as check_procedure
+from .judge import BY_WORKLOAD, DEFAULT_OPTIONS, GENERIC, check_history, register, resolve_options
 from .verdict import UNKNOWN, RunVerdict, Verdict, compose
 
 
@@ -42,24 +39,9 @@ def check_run(history: History, options: dict | None = None) -> RunVerdict:
     run = history.run or {}
     if run.get("steps") is not None:
         opts = {**steps.whole_run_options(run), **(run.get("check_options") or {}), **(options or {})}
-        verdict = check_history(history, run.get("windows"), opts, run=run).adding(steps.check(history, run, options))
-    else:
-        opts = {**(run.get("check_options") or {}), **(options or {})}
-        verdict = check_history(history, run.get("windows"), opts, run=run)
-    return _procedure(verdict, history, run, opts)
-
-
-def _procedure(verdict: RunVerdict, history: History, run: dict, options: dict) -> RunVerdict:
-    """``verdict`` with the procedure's (``checks.procedure``) and its backup's (``checks.backup``)
-    when the record has a ``procedure``; the record's ``phases`` give the baseline."""
-    proc = run.get("procedure")
-    if proc is None:
-        return verdict
-    fr, opts = build_frame(history, run.get("windows")), resolve_options(options)
-    verdict = verdict.adding(_guarded("procedure", check_procedure, fr, opts, proc, run.get("phases")))
-    if proc.get("backup"):  # a procedure that is not an object raised above
-        verdict = verdict.adding(_guarded("backup", check_backup, fr, opts, proc["backup"]))
-    return verdict
+        return check_history(history, run.get("windows"), opts, run=run).adding(steps.check(history, run, options))
+    opts = {**(run.get("check_options") or {}), **(options or {})}
+    return check_history(history, run.get("windows"), opts, run=run)
 
 
 __all__ = ["RunVerdict", "Verdict", "compose", "check_history", "check_run", "register", "DEFAULT_OPTIONS", "UNKNOWN",

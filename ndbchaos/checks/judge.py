@@ -13,11 +13,13 @@ from typing import Any, Callable
 from ..history import History
 from .app import checkers as app_checkers
 from .availability import check as check_availability
+from .backup import check as check_backup
 from .bank import check as check_invariant
 from .errors import check as check_errors
 from .expectation import check as check_expectation
 from .latency import check as check_latency
 from .ledger import check as check_durability
+from .procedure import check as check_procedure
 from .transactions import check as check_transactions
 from .frame import Frame, build_frame
 from .verdict import UNKNOWN, RunVerdict, Verdict
@@ -88,8 +90,10 @@ def check_history(history: History, windows=None, options: dict | None = None, r
     ``windows``: ``[{"kind": str, "start": float, "end": float|None, "targets": [str]}]`` on
     the history's clock (or ``{"windows": [...]}``). ``options``: see ``DEFAULT_OPTIONS``.
     ``run``: a scenario's run record (``History.run``); when it holds an expectation, the
-    expectation checker judges the run against it too. ``workload_checks=False`` leaves out the
-    workload's own checkers (a span of a run, without its final reads). Raises ``ValueError`` (``WindowError``)
+    expectation checker judges the run against it too, and when it holds an operator's
+    ``procedure``, the procedure checker (and the backup checker for its backup).
+    ``workload_checks=False`` leaves out the workload's own checkers (a span of a run, without
+    its final reads). Raises ``ValueError`` (``WindowError``)
     for unusable windows or options, and ``HistoryFormatError`` for operation values that do
     not fit the workload.
     """
@@ -104,6 +108,11 @@ def check_history(history: History, windows=None, options: dict | None = None, r
     if run and run.get("expectation"):
         avail = next((v.details for v in verdicts if v.name == "availability"), None)
         verdicts.append(_guarded("expectation", check_expectation, fr, opts, run, avail))
+    proc = (run or {}).get("procedure")
+    if proc is not None:  # an operator's procedure (its phases give the baseline), and its backup
+        verdicts.append(_guarded("procedure", check_procedure, fr, opts, proc, run.get("phases")))
+        if proc.get("backup"):  # a procedure that is not an object raised above
+            verdicts.append(_guarded("backup", check_backup, fr, opts, proc["backup"]))
     return RunVerdict.of(verdicts, history.workload, fr.n, fr.phase_spans(), [w.to_json() for w in fr.windows])
 
 

@@ -24,16 +24,12 @@ import time
 from .. import runtime
 from .. import topology as TP
 from ..engines.base import ClusterLog, ManagementClient
+from ..engines.ndb.mgm import reply
 from ..errors import UsageError
 from ..waiting import wait_until
 from ..workload.ballast import ensure as ensure_ballast
 from .base import Fault, FaultNotEffective, FaultUnsupported
 from .node import Kill
-
-#: ndb_mgm wording that means the command was refused (9.7.2: "Error:", "* 2002: Stop failed",
-#: "Shutdown failed", "Restart failed", "Start failed")
-_REFUSED = ("error", "failed", "not allowed", "unknown command")
-
 
 def _mgm(cluster, command: str, timeout: float) -> tuple[str, str]:
     """Run one ndb_mgm command; (output, the management node that answered). A refusal is
@@ -42,9 +38,9 @@ def _mgm(cluster, command: str, timeout: float) -> tuple[str, str]:
         raise FaultUnsupported(f"ndb_mgm '{command}': {cluster.engine.name} has no management client",
                                reason=f"management-client faults are NDB's; {cluster.engine.name} has none")
     code, out, src = cluster.engine.mgm(cluster, command, timeout=timeout)
-    lines = [ln.strip() for ln in (out or "").strip().splitlines() if ln.strip()]
-    said = [ln for ln in lines if not ln.lower().startswith(("connected to", "ndb_mgm>"))]
-    if code != 0 or any(w in ln.lower() for ln in said for w in _REFUSED):
+    said, refused = reply(out)
+    if code != 0 or refused:
+        lines = [ln.strip() for ln in (out or "").splitlines() if ln.strip()]
         raise FaultNotEffective(f"ndb_mgm '{command}' via {src or 'no management node'}: "
                                 f"{(said or lines or ['(no output)'])[-1]}")
     return "; ".join(said[-3:]), src or ""

@@ -78,8 +78,9 @@ def play(run, op: Operation):
         stopped = None
         for step in proc.steps:
             if stopped is not None:
-                records.append(StepRecord(step.name, run.clock.now(), run.clock.now(), "skipped", step.expected,
-                                          f"not run: {stopped}", max_outage_s=step.max_outage_s))
+                now = run.clock.now()
+                records.append(StepRecord(step.name, now, now, "skipped", step.expected, f"not run: {stopped}",
+                                          max_outage_s=step.max_outage_s))
                 continue
             with_fault = fault if step.name == op.fault_step else None
             with run.phase(f"step: {step.name}", step.description):
@@ -93,10 +94,10 @@ def play(run, op: Operation):
             run.wait_healthy(120.0)
             outcomes = []
             if op.fault_step is not None:  # the fault must have hit the step it was declared for
-                hit = all(ctx.state.get("fault_hit") or [False])
-                outcomes.append({"name": f"the fault hit step {op.fault_step!r} while it ran", "holds": hit,
-                                 "detail": next((r.fault for r in records if r.name == op.fault_step), None)
-                                 or "the step was not run"})
+                faulted = next((r for r in records if r.name == op.fault_step), None)
+                outcomes.append({"name": f"the fault hit step {op.fault_step!r} while it ran",
+                                 "holds": bool(faulted is not None and faulted.fault_hit),
+                                 "detail": (faulted.fault if faulted is not None else None) or "the step was not run"})
             for o in proc.outcomes:
                 with run.step(f"observe: {o.name}"):
                     try:
@@ -153,13 +154,13 @@ def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
     # end the action before the kill is stamped applied: the client's connection dies first)
     began = fault.window.start
     what = f"{fault.kind} {', '.join(t.name for t in fault.targets)}"
-    if began is not None and began < end:
+    hit = began is not None and began < end
+    if hit:
         note = f"{what}, begun {began - start:.1f} s into the step, which ran {end - start:.1f} s"
     else:  # the step was over first: the fault did not hit it, and the record says so
         note = f"none: the step ended {end - start:.1f} s in, before {what} was due ({op.fault_delay_s:g} s)"
-    ctx.state.setdefault("fault_hit", []).append(began is not None and began < end)
     return StepRecord(step.name, start, end, box.get("outcome", "failed"), step.expected,
-                      box.get("detail", ""), fault=note, max_outage_s=step.max_outage_s)
+                      box.get("detail", ""), fault=note, max_outage_s=step.max_outage_s, fault_hit=hit)
 
 
 def _act(step, ctx: Context) -> tuple[str, str]:

@@ -88,6 +88,7 @@ class StepRecord:
     detail: str
     fault: str | None = None
     max_outage_s: float | None = None
+    fault_hit: bool | None = None  # a fault played during the step began before it ended (None: no fault)
 
     def to_json(self) -> dict:
         return {"name": self.name, "start": round(self.start, 6), "end": round(self.end, 6), "outcome": self.outcome,

@@ -79,6 +79,15 @@ def module_markers(test_id: str) -> list[str]:
     return [m.name for m in (marks if isinstance(marks, list) else [marks])]
 
 
+def skip_without_ndb() -> None:
+    """Skip the test, saying why, when no NDB image can be had here (``image.unavailable``)."""
+    import pytest
+    from ndbchaos.engines.ndb.image import unavailable
+    why = unavailable()
+    if why:
+        pytest.skip(f"NDB not available: {why}")
+
+
 def only_elsewhere(engine: str) -> set[str]:
     """The catalogue's declarations that do not run on ``engine`` (``Scenario.engines``)."""
     return {sc.name for _, sc in catalogue() if sc.skip_reason(engine)}

@@ -22,7 +22,7 @@ from ndbchaos.gate.spec import load as load_gate, matches as gate_matches
 from ndbchaos.report.results import attachments
 
 from .helpers import (REPO, allure_results, catalogue, labelled, module_markers, only_elsewhere, project_of,
-                      run_pytest)
+                      run_pytest, skip_without_ndb)
 
 EXAMPLE_GATE = REPO / "examples" / "gate" / "availability.toml"
 GALERA = os.environ.get("NDBCHAOS_FIRST_RUN_GALERA", "full")
@@ -50,10 +50,7 @@ def _attachments(result) -> set[str]:
 @pytest.mark.parametrize("engine", ["ndb", "galera"])
 def test_default_catalogue_end_to_end(tmp_path, engine):
     if engine == "ndb":
-        from ndbchaos.engines.ndb.image import unavailable
-        why = unavailable()
-        if why:
-            pytest.skip(f"NDB not available: {why}")
+        skip_without_ndb()
     results, gate_out = tmp_path / "allure-results", tmp_path / "gate.json"
     subset = engine == "galera" and GALERA == "subset"
     only = ["-k", " or ".join(f"[{n}]" for n in ESSENTIAL)] if subset else []

@@ -23,7 +23,7 @@ import yaml
 
 from ndbchaos.report.results import attachments
 
-from .helpers import REPO, allure_results, catalogue, only_elsewhere, run_pytest
+from .helpers import REPO, allure_results, catalogue, only_elsewhere, run_pytest, skip_without_ndb
 
 EXAMPLE = REPO / "examples" / "inventory" / "hosts.yml"
 CHAIN_GUARD_S = 20  # the controller-killed test's guard: long enough to verify the cut, short to wait for
@@ -44,10 +44,7 @@ SSH_SUBSET = ("kill_one_data_node", "freeze_one_data_node", "kill_whole_nodegrou
 
 @pytest.fixture(scope="module")
 def lab():
-    from ndbchaos.engines.ndb.image import unavailable
-    why = unavailable()
-    if why:
-        pytest.skip(f"NDB not available: {why}")
+    skip_without_ndb()
     from ndbchaos.inventory import lab as L
     try:
         cluster = L.up(EXAMPLE, say=lambda s: None)

@@ -17,7 +17,7 @@ from ndbchaos import disks
 from ndbchaos.history import History
 from ndbchaos.report.results import attachments
 
-from .helpers import allure_results, labelled, project_of, run_pytest
+from .helpers import allure_results, labelled, project_of, run_pytest, skip_without_ndb
 
 SPEC = "nodegroups=1,replicas=3"
 SCENARIOS = ("kill_one_data_node", "kill_whole_nodegroup", "fill_data_node_disk")
@@ -25,10 +25,7 @@ SCENARIOS = ("kill_one_data_node", "kill_whole_nodegroup", "fill_data_node_disk"
 
 @pytest.mark.timeout(1200)
 def test_one_nodegroup_of_three_replicas(tmp_path):
-    from ndbchaos.engines.ndb.image import unavailable
-    why = unavailable()
-    if why:
-        pytest.skip(f"NDB not available: {why}")
+    skip_without_ndb()
     results = tmp_path / "allure-results"
     r = run_pytest(["scenarios", "-m", "not slow", "-k", " or ".join(f"[{n}]" for n in SCENARIOS),
                     "--engine", "ndb", "--ndb-layout", SPEC, "--data-disk", "512M", "-p", "no:cacheprovider", "-q",

@@ -13,7 +13,7 @@ from ndbchaos.checks import check_run
 from ndbchaos.history import History
 from ndbchaos.report.results import attachments
 
-from .helpers import allure_results, labelled, project_of, run_pytest
+from .helpers import allure_results, labelled, project_of, run_pytest, skip_without_ndb
 
 SPEC = "nodegroups=1,replicas=2,sql=2,mgm=1,spare=2"
 SCENARIO = "add_nodegroup_under_load"
@@ -21,10 +21,7 @@ SCENARIO = "add_nodegroup_under_load"
 
 @pytest.mark.timeout(900)
 def test_a_node_group_of_spares_joins_under_load(tmp_path):
-    from ndbchaos.engines.ndb.image import unavailable
-    why = unavailable()
-    if why:
-        pytest.skip(f"NDB not available: {why}")
+    skip_without_ndb()
     results = tmp_path / "allure-results"
     r = run_pytest(["scenarios", "-m", "operations and not slow", "-k", f"[{SCENARIO}]", "--engine", "ndb",
                     "--ndb-layout", SPEC, "-p", "no:cacheprovider", "-q", "--alluredir", str(results)], timeout=800)

@@ -165,6 +165,19 @@ def answered(text: str) -> bool:
     return any(_CONNECTED.match(_clean(ln).strip()) for ln in (text or "").splitlines())
 
 
+#: ndb_mgm wording that means the command was refused (9.7.2: "Error:", "* 2002: Stop failed",
+#: "Shutdown failed", "Restart failed", "Start failed")
+REFUSED = ("error", "failed", "not allowed", "unknown command")
+
+
+def reply(text: str) -> tuple[list[str], bool]:
+    """An ndb_mgm command's answer: the client's own lines (without its banner and prompt) and
+    whether they refuse the command (``REFUSED``)."""
+    said = [ln.strip() for ln in (text or "").splitlines()
+            if ln.strip() and not ln.strip().lower().startswith(("connected to", "ndb_mgm>"))]
+    return said, any(w in ln.lower() for ln in said for w in REFUSED)
+
+
 def _clean(line: str) -> str:
     return _PROMPT.sub("", line.rstrip("\r\n")).rstrip()
 

@@ -18,6 +18,7 @@ from ...waiting import wait_until
 from ...operations.procedure import Context, Outcome, Procedure, Step, StepFailed, one_line
 from ...workload.ballast import TABLE as BALLAST, ensure as ensure_ballast
 from .backup import backup_restore
+from .mgm import reply
 from .spec import SPARE
 
 #: the column and index an online schema change adds (names no workload uses)
@@ -52,9 +53,8 @@ def sql(ctx: Context, statement: str, node: TP.Node | None = None, timeout: floa
 def mgm(ctx: Context, command: str, timeout: float = 60.0) -> str:
     """Run one ndb_mgm command; its output, or ``StepFailed`` with the client's last words."""
     code, out, src = ctx.cluster.engine.mgm(ctx.cluster, command, timeout=timeout)
-    said = [ln.strip() for ln in (out or "").splitlines()
-            if ln.strip() and not ln.strip().lower().startswith(("connected to", "ndb_mgm>"))]
-    if code != 0 or any(w in ln.lower() for ln in said for w in ("error", "failed", "unknown command")):
+    said, refused = reply(out)
+    if code != 0 or refused:
         raise StepFailed(f"ndb_mgm '{command}' via {src or 'no management node'}: {'; '.join(said[-3:]) or out}")
     return "; ".join(said[-3:])
 
