@@ -8,9 +8,11 @@ refuses anything that does not carry the current run's project id.
 from __future__ import annotations
 
 import functools
+import io
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 from . import topology as TP
@@ -134,6 +136,27 @@ def exec_in(container, cmd: list[str] | str, timeout: float = 30, user: str = ""
     res = container.exec_run(full, user=user, demux=False)
     out = res.output.decode("utf-8", "replace") if isinstance(res.output, (bytes, bytearray)) else str(res.output)
     return res.exit_code, out
+
+
+def put_file(container, path: str, data: bytes) -> None:
+    """Write a file into a container, running or stopped (through the Docker API's archive)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(path.rsplit("/", 1)[1])
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    container.put_archive(path.rsplit("/", 1)[0], buf.getvalue())
+
+
+def get_file(container, path: str) -> bytes:
+    """Read a file from a container, running or stopped; empty if it does not exist."""
+    try:
+        stream, _ = container.get_archive(path)
+    except Exception:
+        return b""
+    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
+        member = tar.getmembers()[0]
+        return tar.extractfile(member).read()
 
 
 def container_state(container) -> str:

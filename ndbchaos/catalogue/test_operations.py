@@ -47,6 +47,40 @@ def _containers(cluster) -> str | None:
             "the container backend does (not an inventory's hosts)")
 
 
+def _management_restartable(cluster) -> str | None:
+    """Why this cluster's management servers cannot be started with a new config.ini: the image
+    entrypoint's options for one start (``ndbchaos.engines.ndb.rolling``) are the container
+    backend's."""
+    if isinstance(cluster, ComposeProject):
+        return None
+    return ("a configuration reload restarts the management servers with options for one start, which the "
+            "container backend's image takes (not an inventory's hosts, whose ndb_mgmd its own start command runs)")
+
+
+def _first_partner(cluster) -> list:
+    """The other data node of the first data node's node group (node id order): killed while
+    the first restarts, it leaves that group without a running node."""
+    first = sorted(cluster.topology.data_nodes, key=lambda n: n.nodeid or 0)[0]
+    return [n for n in cluster.topology.data_nodes if n.nodegroup == first.nodegroup and n is not first][:1]
+
+
+def _pair_first(cluster) -> str | None:
+    why = _management_restartable(cluster)
+    if why:
+        return why
+    first = sorted(cluster.topology.data_nodes, key=lambda n: n.nodeid or 0)[0]
+    group = [n for n in cluster.topology.data_nodes if n.nodegroup == first.nodegroup]
+    if first.name != "data1" or len(group) != 2:
+        return (f"the partner's kill needs a first data node named data1 in a node group of 2 (here {first.name}, "
+                f"{len(group)} in its group): with more replicas the group keeps a node")
+    return None
+
+
+def _first_mgm(cluster) -> list:
+    """The management server ndb_mgm commands go through (the first in node id order)."""
+    return sorted(cluster.topology.role("mgm"), key=lambda n: n.nodeid or 0)[:1]
+
+
 def _ops(name, title, procedure, **kw) -> Operation:
     return Operation(name, "operations", title, procedure=procedure, engines=("ndb",), elsewhere=NDB_ONLY, **kw)
 
@@ -80,6 +114,35 @@ SCENARIOS = [
              c, ballast=True, node_failure=True),
          fault=lambda c, rng: Kill(c, one_data_node(c, rng)), fault_step="reorganize ballast", fault_delay_s=0.3,
          expectation="datanode_loss", needs=_spares, slow=True),
+    _ops("add_nodegroup_while_a_new_data_node_dies", "CREATE NODEGROUP, REORGANIZE PARTITION of a 32 MB table; "
+         "a data node of the new node group killed during it", lambda c, rng: c.engine.procedures.add_nodegroup(
+             c, ballast=True, node_failure=True),
+         fault=lambda c, rng: Kill(c, spare_nodes(c)[:1]), fault_step="reorganize ballast", fault_delay_s=0.3,
+         expectation="datanode_loss", needs=_spares, slow=True),
+    _ops("backup_restored_into_the_same_layout", "START BACKUP (SNAPSHOTEND) under load, restored into a fresh "
+         "cluster of the source's own layout and proven",
+         lambda c, rng: c.engine.procedures.backup_restore(c, "end", into="same"), slow=True, needs=_containers),
+    _ops("backup_while_the_management_server_dies", "START BACKUP of 32 MB under load; the management server it "
+         "went through killed while it runs",
+         lambda c, rng: c.engine.procedures.backup_restore(c, "end", ballast_mb=32),
+         fault=lambda c, rng: Kill(c, _first_mgm(c)), fault_step="backup completes", fault_delay_s=0.2,
+         expectation="mgmnode_loss", slow=True, needs=_containers),
+    _ops("add_nodegroup_while_the_management_server_dies", "CREATE NODEGROUP under load; the management server it "
+         "goes through killed as it is sent", lambda c, rng: c.engine.procedures.add_nodegroup(c, node_failure=True),
+         fault=lambda c, rng: Kill(c, _first_mgm(c)), fault_step="create nodegroup",
+         fault_when=lambda ctx: ctx.state.get("creating"), fault_delay_s=0.0, expectation="mgmnode_loss",
+         needs=_spares, slow=True),
+    _ops("rolling_config_change_under_load", "DataMemory changed in config.ini, reloaded into the management servers, "
+         "every data node then every SQL node restarted", lambda c, rng: c.engine.procedures.rolling_config_change(
+             c, {"DataMemory": "80M"}), needs=_management_restartable, slow=True),
+    _ops("rolling_config_change_refused", "a config.ini NDB refuses (DataMemory below its minimum): nothing stops, "
+         "the cluster keeps its configuration", lambda c, rng: c.engine.procedures.rolling_config_change(
+             c, {"DataMemory": "1K"}, refused=True), needs=_management_restartable, slow=True),
+    _ops("rolling_restart_while_its_partner_dies", "a rolling configuration change; the other data node of the "
+         "restarting node's group killed once it has left", lambda c, rng: c.engine.procedures.rolling_config_change(
+             c, {"DataMemory": "80M"}, node_failure=True), fault=lambda c, rng: Kill(c, _first_partner(c)),
+         fault_step="restart data1", fault_when=lambda ctx: ctx.state.get("left") == "data1", fault_delay_s=1.0,
+         expectation="nodegroup_loss", needs=_pair_first, slow=True),
 ]
 
 

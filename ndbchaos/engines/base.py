@@ -105,7 +105,8 @@ class ClusterLog(Protocol):
 @runtime_checkable
 class Procedures(Protocol):
     """Operator procedures an operation declaration asks for (``ndbchaos.operations``): NDB's
-    online schema change, online add node group, backup and restore, each a ``Procedure``."""
+    online schema change, online add node group, backup and restore, rolling configuration
+    change, each a ``Procedure``."""
 
     procedures: object
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..driver import AFTER_S, BASELINE_S, HOLD_S, Scenario, cycle, margin
+from ..waiting import wait_until
 from .procedure import Context, Procedure, StepFailed, StepRecord, one_line
 
 log = logging.getLogger("ndbchaos")
@@ -48,6 +49,7 @@ class Operation(Scenario):
     procedure: Callable | None = None
     fault_step: str | None = None
     fault_delay_s: float = 1.0
+    fault_when: Callable | None = None  # (Context) -> bool: the fault waits for it, then fault_delay_s
     needs: Callable | None = None
 
     def why_not_on(self, cluster) -> str | None:
@@ -142,6 +144,8 @@ def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
             "targets": [t.name for t in fault.targets], "during": step.name}
     with run.fault_step(info, plan):
         worker.start()
+        if op.fault_when is not None:
+            wait_until(lambda: not worker.is_alive() or bool(op.fault_when(ctx)), STEP_JOIN_S, poll=0.1)
         worker.join(op.fault_delay_s)
         if worker.is_alive():
             cycle(run, fault, plan, op.hold_s, op.after_s)

@@ -239,6 +239,19 @@ def test_bad_input_to_a_procedure_is_one_line_before_anything_starts():
         lib.backup_restore(_ndb_cluster(0), snapshot="middle")
     with pytest.raises(UsageError, match="replicas must be 1-4"):
         lib.backup_restore(_ndb_cluster(0), into="nodegroups=1,replicas=5")
+    # "same": the source's own layout option, refused as the source's would be
+    bad = _ndb_cluster(0)
+    bad.options["ndb_layout"] = "nodegroups=1,replicas=5"
+    with pytest.raises(UsageError, match="replicas must be 1-4"):
+        lib.backup_restore(bad, into="same")
+    with pytest.raises(UsageError, match="no parameter to change"):
+        lib.rolling_config_change(_ndb_cluster(0), {})
+    with pytest.raises(UsageError, match="NoOfReplicas cannot be changed by a rolling restart"):
+        lib.rolling_config_change(_ndb_cluster(0), {"NoOfReplicas": "3"})
+    proc = lib.rolling_config_change(_ndb_cluster(0), {"DataMemory": "80M"})
+    assert [s.name for s in proc.steps] == ["reload configuration", "restart data1", "restart data2"]
+    refused = lib.rolling_config_change(_ndb_cluster(0), {"DataMemory": "1K"}, refused=True)
+    assert [(s.name, s.expected) for s in refused.steps] == [("reload configuration", ("failed",))]
 
 
 def test_a_step_that_raises_anything_fails_and_the_run_goes_on():
@@ -251,3 +264,41 @@ def test_a_step_that_raises_anything_fails_and_the_run_goes_on():
     steps = _recorded(run)["steps"]
     assert [(s["name"], s["outcome"]) for s in steps] == [("a", "failed"), ("b", "done")]
     assert steps[0]["detail"] == "KeyError: 'id'"
+
+
+def test_a_fault_waits_for_its_moment_in_the_step(monkeypatch):
+    """``fault_when``: the fault is injected only once the step says its moment has come (a
+    restarted node has left the cluster), not after a fixed delay from the step's start."""
+    run = _run()
+    fault = _fault(run)
+    seen = []
+
+    def cycle(r, f, plan, hold_s, after_s):
+        f.window.start = r.clock.now()
+        seen.append(dict(state))
+
+    monkeypatch.setattr(ops, "cycle", cycle)
+    state: dict = {}
+
+    def act(ctx):
+        time.sleep(0.2)
+        ctx.state["left"] = "data1"
+        state["left"] = "data1"
+        time.sleep(0.3)
+        return "restarted"
+
+    proc = Procedure("p", (Step("restart data1", act, expected=("done", "failed")),))
+    ops.play(run, _op(proc, fault=lambda c, rng: fault, fault_step="restart data1", fault_delay_s=0.0,
+                      fault_when=lambda ctx: ctx.state.get("left") == "data1", expectation="nodegroup_loss"))
+    assert seen == [{"left": "data1"}]  # injected after the moment, not before
+    assert _recorded(run)["outcomes"][0]["holds"] is True
+
+
+def test_a_fault_whose_moment_never_comes_is_not_injected(monkeypatch):
+    run = _run()
+    fault = _fault(run)
+    monkeypatch.setattr(ops, "cycle", lambda *a: pytest.fail("the fault must not be injected"))
+    proc = Procedure("p", (Step("restart data1", lambda ctx: time.sleep(0.2) or "restarted"),))
+    ops.play(run, _op(proc, fault=lambda c, rng: fault, fault_step="restart data1", fault_delay_s=0.0,
+                      fault_when=lambda ctx: False, expectation="nodegroup_loss"))
+    assert _recorded(run)["outcomes"][0]["holds"] is False

@@ -18,31 +18,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...cluster import ComposeCluster
 
 
-def _put_file(container, path: str, data: bytes) -> None:
-    """Write a file into a (possibly stopped) container."""
-    import io
-    import tarfile
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(path.rsplit("/", 1)[1])
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
-    container.put_archive(path.rsplit("/", 1)[0], buf.getvalue())
-
-
-def _get_file(container, path: str) -> bytes:
-    """Read a file from a (possibly stopped) container; empty if it does not exist."""
-    import io
-    import tarfile
-    try:
-        stream, _ = container.get_archive(path)
-    except Exception:
-        return b""
-    with tarfile.open(fileobj=io.BytesIO(b"".join(stream))) as tar:
-        member = tar.getmembers()[0]
-        return tar.extractfile(member).read()
-
-
 class LifecycleMixin:
     """image, compose files and environment, start, prepare, recover_nodes, bootstrap."""
 
@@ -181,22 +156,22 @@ class LifecycleMixin:
         positions = {}
         for n in data:
             c = cluster.container(n)
-            _put_file(c, "/var/lib/mysql/ndbchaos-recover", b"")
+            runtime.put_file(c, "/var/lib/mysql/ndbchaos-recover", b"")
             c.start()
             c.wait(timeout=120)
-            pos = _get_file(c, "/var/lib/mysql/ndbchaos-recovered-position").decode().strip()
+            pos = runtime.get_file(c, "/var/lib/mysql/ndbchaos-recovered-position").decode().strip()
             uuid, _, seqno = pos.rpartition(":")
             if not uuid or not seqno.lstrip("-").isdigit():
                 # Bootstrapping without every position could pick a node that lacks the last
                 # commits (and state transfer would then erase them from the others): refuse.
-                tail = _get_file(c, "/var/lib/mysql/ndbchaos-recover.log").decode("utf-8", "replace")
+                tail = runtime.get_file(c, "/var/lib/mysql/ndbchaos-recover.log").decode("utf-8", "replace")
                 last = [ln for ln in tail.splitlines() if "ERROR" in ln][-1:] or tail.strip().splitlines()[-1:]
                 raise ClusterNotReady(f"bootstrap: --wsrep-recover on {n.name} gave no position "
                                       f"({pos!r}): {' '.join(last)[-240:]}")
             positions[n.name] = int(seqno)
         best = max(data, key=lambda n: (positions[n.name], -data.index(n)))
         c = cluster.container(best)
-        _put_file(c, "/var/lib/mysql/ndbchaos-bootstrap", b"")
+        runtime.put_file(c, "/var/lib/mysql/ndbchaos-bootstrap", b"")
         c.start()
         cluster.discover()
 

@@ -18,6 +18,7 @@ The times are on the run clock, the history's: the checker compares them with th
 
 from __future__ import annotations
 
+import os
 import re
 
 from ... import runtime
@@ -29,8 +30,11 @@ from ...waiting import wait_until
 from ...workload.ballast import ensure as ensure_ballast
 from .clusterlog import DATADIR
 from .spec import resolve as resolve_spec
+from .layout import TWIN_PREFIX
 
 SNAPSHOTS = {"end": "SNAPSHOTEND", "start": "SNAPSHOTSTART"}
+#: ``into``: the source cluster's own layout (a fresh cluster as large as the source)
+SAME = "same"
 #: where the copies of the backup go in the fresh cluster's management node's container
 RESTORE_DIR = "/tmp/ndbchaos-restore"
 #: how long a backup may run: a few MB here take well under a second (KillDuringBackup's
@@ -62,8 +66,11 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
     backup with that node down should succeed", NDBT's NdbBackup.cpp)."""
     if snapshot not in SNAPSHOTS:
         raise UsageError(f"backup_restore: snapshot must be one of {', '.join(SNAPSHOTS)}, not {snapshot!r}")
-    resolve_spec(into)  # a bad layout is refused before anything starts
     engine = cluster.engine
+    if into == SAME:  # the source's own layout option: a named layout, a spec, or a twin's config.ini
+        into = cluster.options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default"
+    if not str(into).lower().startswith(TWIN_PREFIX):
+        resolve_spec(into)  # a bad layout is refused before anything starts
     db = engine.sql_database
     command = f"START BACKUP WAIT STARTED {SNAPSHOTS[snapshot]}"
 
@@ -78,11 +85,14 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         ctx.state["target_ready_s"] = round(target.ready_seconds or 0.0, 1)
 
     def start(ctx: Context) -> str:
+        # every management server's cluster log: each logs the data nodes' backup reports, so a
+        # management server lost during the backup does not hide its end
         mgms = [n for n in sorted(cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
                 if runtime.container_state(cluster.container(n)) == "running"]
-        follower = engine.cluster_log_follower(cluster, mgms[0] if mgms else None)
-        follower.seek_end()
-        ctx.state["log"] = follower
+        followers = [engine.cluster_log_follower(cluster, n) for n in mgms]
+        for f in followers:
+            f.seek_end()
+        ctx.state["logs"] = followers
         issued = ctx.clock.now()
         code, out, src = engine.mgm(cluster, command, timeout=120.0)
         started = ctx.clock.now()
@@ -96,12 +106,13 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
     def complete(ctx: Context) -> str:
         if ctx.backup is None:
             raise StepFailed("no backup was started")
-        bid, follower = ctx.backup["id"], ctx.state["log"]
+        bid, followers = ctx.backup["id"], ctx.state["logs"]
         found: list[dict] = []
 
         def ended() -> bool:
-            found.extend(e for e in follower.poll() if e.get("kind") in ("backup_completed", "backup_aborted")
-                         and e.get("backup") == bid)
+            for f in followers:
+                found.extend(e for e in f.poll() if e.get("kind") in ("backup_completed", "backup_aborted")
+                             and e.get("backup") == bid)
             return bool(found)
 
         if not wait_until(ended, BACKUP_BOUND_S, poll=0.2):

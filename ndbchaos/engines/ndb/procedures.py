@@ -1,6 +1,7 @@
 """NDB's operator procedures as ``ndbchaos.operations`` steps: online schema change, online add
-node group, backup and a verified restore (``backup.py``). What each command is and what NDB
-documents for it: the project's reference ndb-operations (sections 1, 2 and 4).
+node group, backup and a verified restore (``backup.py``), rolling configuration change
+(``rolling.py``). What each command is and what NDB documents for it: the project's reference
+ndb-operations (sections 1 to 4).
 
 Every statement runs where an operator types it: SQL as root inside an SQL node's container
 (``root_sql``), management commands with ``ndb_mgm`` inside a management node's (``mgm``). A step
@@ -18,7 +19,8 @@ from ...waiting import wait_until
 from ...operations.procedure import Context, Outcome, Procedure, Step, StepFailed, one_line
 from ...workload.ballast import TABLE as BALLAST, ensure as ensure_ballast
 from .backup import backup_restore
-from .mgm import reply
+from .operator import DDL_TIMEOUT_S, mgm, running_sql, sql
+from .rolling import rolling_config_change
 from .spec import SPARE
 
 #: the column and index an online schema change adds (names no workload uses)
@@ -28,35 +30,6 @@ NEW_INDEX = "chaos_ix"
 #: index on 32,768 rows took 2.4 s on an idle 9.7.2 cluster here. (64 MB cannot be filled: its
 #: last doubling, one 32 MB transaction, fails with 921 at SharedGlobalMemory=32M.)
 INDEX_BALLAST_MB = 32.0
-#: DDL may wait for the schema lock, a node restart, or a node failure's handling
-DDL_TIMEOUT_S = 300.0
-
-
-def running_sql(cluster) -> TP.Node:
-    """The first SQL node (in node id order) whose container runs: where statements go."""
-    for n in sorted(cluster.topology.sql_nodes, key=lambda n: n.nodeid or 0):
-        if runtime.container_state(cluster.container(n)) == "running":
-            return n
-    raise StepFailed("no SQL node's container is running")
-
-
-def sql(ctx: Context, statement: str, node: TP.Node | None = None, timeout: float = DDL_TIMEOUT_S) -> str:
-    """Run ``statement`` as root on ``node`` (the first running SQL node); its output, or
-    ``StepFailed`` with the server's error."""
-    node = node or running_sql(ctx.cluster)
-    code, out = ctx.cluster.engine.root_sql(ctx.cluster, node, statement, timeout=timeout)
-    if code != 0:
-        raise StepFailed(f"{node.name}: {one_line(out)}")
-    return out
-
-
-def mgm(ctx: Context, command: str, timeout: float = 60.0) -> str:
-    """Run one ndb_mgm command; its output, or ``StepFailed`` with the client's last words."""
-    code, out, src = ctx.cluster.engine.mgm(ctx.cluster, command, timeout=timeout)
-    said, refused = reply(out)
-    if code != 0 or refused:
-        raise StepFailed(f"ndb_mgm '{command}' via {src or 'no management node'}: {'; '.join(said[-3:]) or out}")
-    return "; ".join(said[-3:])
 
 
 def ndb_dictionary(ctx: Context, table: str) -> tuple[set[str], set[str]]:
@@ -250,7 +223,21 @@ class NdbProcedures:
             if unknown:
                 raise StepFailed(f"no NDB table {', '.join(f'{db}.{t}' for t in unknown)} to reorganize: "
                                  "nothing was changed")
-            out = mgm(ctx, f"CREATE NODEGROUP {ids}", timeout=120.0)
+            ctx.state["creating"] = True  # a fault may wait for this moment (Operation.fault_when)
+            try:
+                out = mgm(ctx, f"CREATE NODEGROUP {ids}", timeout=120.0)
+            except StepFailed as e:
+                if not node_failure:
+                    raise
+                # the operator's retry once every node is back: the group may have been created
+                # before the failure took the answer away (the spares then show a node group)
+                ctx.cluster.wait_healthy(DDL_TIMEOUT_S)
+                ng = _nodegroup_of(ctx, new)
+                if ng is None:
+                    out = f"CREATE NODEGROUP {ids} failed ({e}); again: " + mgm(ctx, f"CREATE NODEGROUP {ids}",
+                                                                                 timeout=120.0)
+                else:
+                    out = f"CREATE NODEGROUP {ids} failed ({e}), yet Nodegroup {ng} created (ndb_mgm SHOW)"
             m = re.search(r"Nodegroup (\d+) created", out)
             if m is None:
                 raise StepFailed(f"ndb_mgm 'CREATE NODEGROUP {ids}': {out}")
@@ -318,6 +305,12 @@ class NdbProcedures:
         (``backup.py``)."""
         return backup_restore(cluster, snapshot, into, table, ballast_mb, node_failure)
 
+    def rolling_config_change(self, cluster, changes: dict, node_failure: bool = False,
+                              refused: bool = False) -> Procedure:
+        """Data node parameters changed in config.ini, reloaded into the management servers, then
+        every data node restarted one at a time and every SQL node (``rolling.py``)."""
+        return rolling_config_change(cluster, changes, node_failure, refused)
+
 
 #: The longest global outage an in-place ALTER may cause. NDB documents in-place DDL as online
 #: (DML allowed; the altered table locked only against the issuing SQL node, ndb-operations 4):
@@ -337,6 +330,14 @@ def _index_present(ctx: Context, table: str) -> bool:
 def _drop_index(ctx: Context, table: str) -> None:
     if _index_present(ctx, table):
         sql(ctx, f"DROP INDEX {NEW_INDEX} ON {ctx.cluster.engine.sql_database}.{table} ALGORITHM=INPLACE")
+
+
+def _nodegroup_of(ctx: Context, nodes: list[TP.Node]) -> int | None:
+    """The node group the management server shows ``nodes`` in, when they are all in one."""
+    rep, _ = ctx.cluster.engine.mgm_report(ctx.cluster)
+    shown = [rep.node(n.nodeid) if rep is not None else None for n in nodes]
+    groups = {None if m is None or m.no_nodegroup else m.nodegroup for m in shown}
+    return groups.pop() if len(groups) == 1 else None
 
 
 def spare_nodes(cluster) -> list[TP.Node]:

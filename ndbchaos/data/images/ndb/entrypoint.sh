@@ -41,11 +41,24 @@ shift
 case "$cmd" in
   ndb_mgmd)
     say "Starting ndb_mgmd"
+    # Options for this start only: a rolling configuration change (ndbchaos.engines.ndb.rolling)
+    # leaves them in the data directory, one per line, e.g. "--config-file=<new config.ini>" and
+    # "--reload"; they are read and removed here, so the start after this one is a plain one
+    # again (ndb_mgmd then uses its configuration cache, which holds what was reloaded).
+    once=${NDBCHAOS_MGMD_ONCE:-/var/lib/mysql/ndbchaos-mgmd-once}
+    opts=()
+    if [ -f "$once" ]; then
+      while IFS= read -r line; do
+        [ -n "$line" ] && opts+=("$line")
+      done < "$once"
+      rm -f "$once"
+      say "Options for this start only: ${opts[*]}"
+    fi
     extra=()
-    if ! has_opt config-file "$@" && ! printf '%s\n' "$@" | grep -qx -- '-f'; then
+    if ! has_opt config-file "$@" "${opts[@]}" && ! printf '%s\n' "$@" "${opts[@]}" | grep -qx -- '-f'; then
       extra+=(-f /etc/mysql-cluster.cnf)
     fi
-    exec ndb_mgmd "$@" "${extra[@]}" --nodaemon
+    exec ndb_mgmd "$@" "${opts[@]}" "${extra[@]}" --nodaemon
     ;;
   ndbd|ndbmtd)
     say "Starting $cmd"
