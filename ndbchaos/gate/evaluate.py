@@ -9,6 +9,8 @@ is NOT EVALUATED, never passed.
 
 from __future__ import annotations
 
+import fnmatch
+
 import math
 from dataclasses import dataclass, field
 
@@ -86,6 +88,10 @@ def measure(run: Run, verdict: RunVerdict) -> dict:
         "txn_found": tx.found if tx is not None and tx.decided else None,
         "verdict_valid": verdict.valid,
     }
+    proc = verdict.procedure
+    played = [st for st in (proc.steps if proc is not None else []) if st.outcome != "skipped"]
+    m["step_outage_s"] = {st.name: st.longest_outage_s for st in played}
+    m["step_p99_ms"] = {st.name: st.p99_ms for st in played}
     for q in ("p50", "p99", "max"):
         per = {}
         for ph, d in ({**lat.phases, "all": lat.all} if lat else {}).items():
@@ -163,6 +169,15 @@ def judge(run: Run, gate: Gate, baseline: dict | None = None,
             for ph, lim in limit.items():
                 v = m[name].get(ph)
                 row(f"{name} {ph}", v, lim, None if v is None else v <= lim)
+        elif kind in ("s_by_step", "ms_by_step"):
+            steps = m[name]
+            if not steps:
+                row(name, None, limit, None, "not an operations run (no procedure step)")
+                continue
+            for step, v in steps.items():
+                lim = next((x for pat, x in limit.items() if fnmatch.fnmatchcase(step, pat)), None)
+                if lim is not None:
+                    row(f"{name} {step}", v, lim, None if v is None else v <= lim)
         elif kind == "classes":
             bad = [c for c in m["error_classes"] if c not in limit]
             row(name, m["error_classes"], limit, not bad, f"not allowed: {', '.join(bad)}" if bad else "")

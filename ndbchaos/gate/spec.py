@@ -33,6 +33,8 @@ PHASES = ("baseline", "fault", "recovery", "all")
 
 #: objective name -> (kind, what it bounds). Kinds: "s" a number of seconds, "ms_by_phase" a
 #: number or {phase or "phase.operation": ms}, "share_by_phase" a number or {phase: 0..1},
+#: "s_by_step"/"ms_by_step" a number for every step of an operator's procedure or {step name or
+#: glob ("restart data*"): limit},
 #: "pct" 1..100, "classes" a list of error classes, "codes" a list of error numbers, "outcome",
 #: "models" a list of consistency models.
 OBJECTIVES: dict[str, tuple[str, str]] = {
@@ -53,6 +55,9 @@ OBJECTIVES: dict[str, tuple[str, str]] = {
     "arbitration": ("outcome", "true: the engine's expected outcome held (who serves, who shuts "
                                "down, exit codes, arbitrator, events)"),
     "cluster": ("outcome", '"survives" or "stops": what the cluster did'),
+    "step_outage_s": ("s_by_step", "an operations run: the longest time the clients had no success during each "
+                                   "step of the procedure"),
+    "step_p99_ms": ("ms_by_step", "an operations run: the 99th percentile latency of successes during each step"),
     "consistency_models": ("models", "consistency models a transactional run must satisfy (Elle's names); an "
                                      "anomaly they forbid always fails, like a lost write"),
 }
@@ -197,6 +202,17 @@ def _objective(key: str, v, where: "_Locator", section):
             if not limit_ok(x):
                 raise bad(f"{ph}: must be {what}")
             out[ph] = float(x)
+        return out
+    if kind in ("s_by_step", "ms_by_step"):
+        table = v if isinstance(v, dict) else {"*": v}
+        out = {}
+        for step, x in table.items():
+            if not isinstance(step, str) or not step.strip():
+                raise bad("keys are step names or globs, e.g. \"restart data*\"")
+            if not _number(x) or x < 0 or (kind == "ms_by_step" and x == 0):
+                raise bad(f"{step}: must be " + ("a number of seconds >= 0" if kind == "s_by_step" else
+                                                 "a number of ms > 0"))
+            out[step] = float(x)
         return out
     if kind == "classes":
         if not isinstance(v, list) or any(c not in ERROR_CLASSES for c in v):

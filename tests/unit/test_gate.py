@@ -275,3 +275,48 @@ def test_a_declared_consistency_model_fails_on_an_anomaly_it_forbids_whatever_th
     assert [x.status for x in rows_lost if x.objective == "safety: transactions durability"] == ["FAIL"]
     with pytest.raises(GateFileError, match="unknown consistency model"):
         gate_file(tmp_path, '[[scenario]]\nmatch = "x"\nconsistency_models = ["serialisable"]\n')
+
+
+def _operation(gap_on="*", gap=(10.0, 12.0)):
+    """An operations run: a two-step procedure whose second step saw every SQL node stop serving
+    for 2 s (``gap``), and a step skipped after it."""
+    from tests.unit.test_check_expectation import history as hist
+    h = hist(gap_on=gap_on, gap=gap)
+    r = run("test_operations[rolling_config_change_under_load]", "operations", h=h)
+    h.run["procedure"] = {"name": "rolling_config_change", "steps": [
+        {"name": "reload configuration", "start": 2.0, "end": 8.0, "outcome": "done", "expected": ["done"],
+         "detail": "", "fault": None, "max_outage_s": None},
+        {"name": "restart data1", "start": 8.0, "end": 14.0, "outcome": "done", "expected": ["done"],
+         "detail": "", "fault": None, "max_outage_s": None},
+        {"name": "restart data2", "start": 14.0, "end": 14.0, "outcome": "skipped", "expected": ["done"],
+         "detail": "not run", "fault": None, "max_outage_s": None}],
+        "outcomes": []}
+    return r
+
+
+def test_a_procedure_steps_client_impact_is_an_objective_per_step(tmp_path):
+    """step_outage_s / step_p99_ms: a limit for every step, or per step name or glob; a skipped
+    step is not judged; a run with no procedure is not evaluated."""
+    g = gate_file(tmp_path, '[[scenario]]\nmatch = "operations"\nstep_outage_s = { "restart data*" = 0.5 }\n'
+                            'step_p99_ms = 1000\n')
+    res = evaluate(g, [_operation()])
+    outage = {r["objective"]: r for r in rows(res, "step_outage_s")}
+    assert set(outage) == {"step_outage_s restart data1"}  # the reload has no limit, data2 was skipped
+    row = outage["step_outage_s restart data1"]
+    assert row["status"] == FAIL and row["limit"] == 0.5 and row["measured"] == pytest.approx(2.0, abs=0.15)
+    p99 = {r["objective"]: r["status"] for r in rows(res, "step_p99_ms")}
+    assert p99 == {"step_p99_ms reload configuration": PASS, "step_p99_ms restart data1": PASS}
+    # the same steps with no gap pass; a scenario that is no operation is not evaluated
+    assert all(r["status"] == PASS for r in rows(evaluate(g, [_operation(gap_on=None)]), "step_"))
+    g2 = gate_file(tmp_path, '[[scenario]]\nmatch = "*"\nstep_outage_s = 1\n')
+    assert [r["status"] for r in rows(evaluate(g2, [run()]), "step_outage_s")] == [NOT_EVALUATED]
+
+
+@pytest.mark.parametrize("text,where", [
+    ('[[scenario]]\nmatch = "x"\nstep_outage_s = { "restart*" = -1 }\n', "restart*: must be a number of seconds"),
+    ('[[scenario]]\nmatch = "x"\nstep_p99_ms = 0\n', "*: must be a number of ms > 0"),
+])
+def test_a_bad_step_objective_is_one_line(tmp_path, text, where):
+    with pytest.raises(GateFileError, match=None) as ei:
+        gate_file(tmp_path, text)
+    assert where in str(ei.value) and "\n" not in str(ei.value)
