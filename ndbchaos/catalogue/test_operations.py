@@ -23,6 +23,7 @@ from ndbchaos.engines.ndb.procedures import replicas_of, running_sql, spare_node
 from ndbchaos.faults.node import Kill
 from ndbchaos.handle import ComposeProject
 from ndbchaos.operations.driver import Operation
+from ndbchaos.workload import get_workload
 
 NDB_ONLY = "these procedures are NDB Cluster's (ndb_mgm, ndb_restore, node groups)"
 
@@ -81,6 +82,11 @@ def _first_mgm(cluster) -> list:
     return sorted(cluster.topology.role("mgm"), key=lambda n: n.nodeid or 0)[:1]
 
 
+def _bank_table(cluster) -> str:
+    """The bank workload's table as this engine plays it."""
+    return get_workload("bank", **cluster.engine.workload_params("bank")).params["table"]
+
+
 def _ops(name, title, procedure, **kw) -> Operation:
     return Operation(name, "operations", title, procedure=procedure, engines=("ndb",), elsewhere=NDB_ONLY, **kw)
 
@@ -122,6 +128,10 @@ SCENARIOS = [
     _ops("backup_restored_into_the_same_layout", "START BACKUP (SNAPSHOTEND) under load, restored into a fresh "
          "cluster of the source's own layout and proven",
          lambda c, rng: c.engine.procedures.backup_restore(c, "end", into="same"), slow=True, needs=_containers),
+    _ops("backup_of_the_bank_restored_elsewhere", "START BACKUP (SNAPSHOTEND) under the bank's transfers, restored "
+         "into a one-node cluster: every account and the bank's total",
+         lambda c, rng: c.engine.procedures.backup_restore(c, "end", table=_bank_table(c), bank=True),
+         workload="bank", slow=True, needs=_containers),
     _ops("backup_while_the_management_server_dies", "START BACKUP of 32 MB under load; the management server it "
          "went through killed while it runs",
          lambda c, rng: c.engine.procedures.backup_restore(c, "end", ballast_mb=32),

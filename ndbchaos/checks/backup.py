@@ -33,8 +33,12 @@ the slot's previous one completed):
 Between the two bounds lie the acknowledged ids the snapshot may hold or not: how many there are
 (``between``) and how many the restore holds (``between_restored``) show where the snapshot fell.
 
+For the bank (transfers that conserve the total): the restore must hold every account (ids 0 to
+n-1, none else, none twice) and its balances must sum to the bank's total (``restored.sum``),
+whatever moment the snapshot is of: a snapshot that cut a transfer in half holds another sum.
+
 Valid: False with any anomaly above; "unknown" when the restore did not happen (``restored``
-absent or null) or the workload is not the ledger; else True. A record that lacks a field, or
+absent or null) or the workload is neither the ledger nor the bank; else True. A record that lacks a field, or
 holds one of the wrong type, raises ValueError naming it.
 """
 
@@ -98,8 +102,50 @@ def parse(backup) -> dict:
     if completed is None:
         raise ValueError(f"{_W}.completed must be a number when the backup was restored")
     out["restored"] = {"into": _text(r, "into", w, False), "table": _text(r, "table", w, False),
-                       "ids": arr, "rows": _int(r, "rows", w, optional=False)}
+                       "ids": arr, "rows": _int(r, "rows", w, optional=False), "sum": r.get("sum")}
+    if out["restored"]["sum"] is not None and type(out["restored"]["sum"]) is not int:
+        raise _bad(w, r, "sum", "the integer sum of the restored balances, or null")
     return out
+
+
+BANK_LIFT = ("accounts_missing", "accounts_extra")
+
+
+def _bank(fr: Frame, b: dict, name: str, head: dict) -> Verdict:
+    """The bank: transfers conserve the total, so a consistent snapshot holds every account
+    (``ids`` = the account ids, 0..n-1) and exactly the total (``restored.sum``), whenever it was
+    taken; a snapshot that cut a transfer in half holds another sum."""
+    params = fr.history.params
+    n, total = params.get("accounts"), params.get("total")
+    r = b["restored"]
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0 or type(total) is not int:
+        return Verdict("backup", UNKNOWN, f"{name}: the history's params lack the bank's accounts and total",
+                       {**head, "reason": "params.accounts and params.total are required"}, lift=BANK_LIFT)
+    if r is None:
+        why = "the backup did not complete" if b["completed"] is None else "the backup was not restored"
+        return Verdict("backup", UNKNOWN, f"{name}: {why}: what it holds cannot be checked",
+                       {**head, "restored": None, "reason": why}, lift=BANK_LIFT)
+    got = set(r["ids"].tolist())
+    want = set(range(n))
+    missing, extra = sorted(want - got), sorted(got - want)
+    dups = len(r["ids"]) - len(got)
+    details = {**head, "accounts": n, "total": total, "restored": {k: v for k, v in r.items() if k != "ids"},
+               "accounts_missing": len(missing), "accounts_missing_examples": missing[:20],
+               "accounts_extra": len(extra), "accounts_extra_examples": extra[:20], "duplicates": dups,
+               "rows_match": r["rows"] == len(r["ids"]), "sum": r["sum"]}
+    problems = []
+    if missing or extra or dups:
+        problems.append(f"accounts: {len(missing)} missing, {len(extra)} extra, {dups} duplicate")
+    if r["sum"] is None:
+        problems.append("no sum of the balances was read back")
+    elif r["sum"] != total:
+        problems.append(f"the balances sum to {r['sum']}, not the bank's total {total}: not a consistent snapshot")
+    if not details["rows_match"]:
+        problems.append(f"COUNT(*) {r['rows']} but {len(r['ids'])} ids read back")
+    if problems:
+        return Verdict("backup", False, f"{name} of the bank: " + "; ".join(problems), details, lift=BANK_LIFT)
+    return Verdict("backup", True, f"{name} of the bank: all {n} accounts restored, holding the total {total}",
+                   details, lift=BANK_LIFT)
 
 
 def _bound(b: dict) -> tuple[float | None, str, bool]:
@@ -156,9 +202,12 @@ def check(fr: Frame, opts: dict, backup: dict) -> Verdict:
                               "records")}
     head.update(bound=bound, bound_from=bound_from, loose_bound=loose)
     name = (f"backup {b['id']} " if b["id"] is not None else "the backup ") + f"(SNAPSHOT{b['snapshot'].upper()})"
+    if fr.history.workload == "bank":
+        return _bank(fr, b, name, head)
     if fr.history.workload != "ledger":
-        return Verdict("backup", UNKNOWN, f"{name}: what a restore must hold is known for the ledger workload "
-                       f"only, not {fr.history.workload}", {**head, "reason": "not the ledger workload"}, lift=LIFT)
+        return Verdict("backup", UNKNOWN, f"{name}: what a restore must hold is known for the ledger and bank "
+                       f"workloads only, not {fr.history.workload}",
+                       {**head, "reason": "not the ledger or bank workload"}, lift=LIFT)
     a = _per_id(fr)
     u, ok = a["ids"], a["ok"]
     must = ok & (a["ack"] < b["issued"])

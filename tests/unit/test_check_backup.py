@@ -187,10 +187,47 @@ def test_example_lists_are_bounded_and_in_time_order():
     assert [x["id"] for x in ex] == [ident(0, 1), ident(0, 2), ident(1, 2)]  # acknowledged 0.04, 0.14, 0.19 s
 
 
-def test_a_workload_other_than_the_ledger_is_unknown():
+def test_a_workload_other_than_the_ledger_or_the_bank_is_unknown():
     h, ops = ledger(workload="counter")
     v = judge(h, backup(committed_by(ops, 5.5)))
-    assert v.valid == UNKNOWN and "ledger workload only" in v.summary
+    assert v.valid == UNKNOWN and "ledger and bank workloads only" in v.summary
+
+
+def _bank(accounts=8, total=800):
+    h = History("bank", {"accounts": accounts, "total": total, "table": "accounts"})
+    h.add(0, "transfer", {"from": 1, "to": 2, "amount": 3}, "ok", 1.0, 1.1, "sql1")
+    return h
+
+
+def _bank_backup(ids, total, rows=None):
+    b = backup(list(ids), rows=rows)
+    b["restored"].update(table="accounts", sum=total)
+    return b
+
+
+def test_a_bank_restore_holds_every_account_and_the_total():
+    v = judge(_bank(), _bank_backup(range(8), 800))
+    assert v.valid is True and "all 8 accounts restored, holding the total 800" in v.summary
+
+
+@pytest.mark.parametrize("ids,total,rows,said", [
+    (range(8), 797, None, "the balances sum to 797, not the bank's total 800: not a consistent snapshot"),
+    (range(7), 800, None, "accounts: 1 missing, 0 extra, 0 duplicate"),
+    ([*range(8), 9], 800, None, "accounts: 0 missing, 1 extra, 0 duplicate"),
+    ([*range(8), 3], 800, None, "accounts: 0 missing, 0 extra, 1 duplicate"),
+    (range(8), None, None, "no sum of the balances was read back"),
+    (range(8), 800, 9, "COUNT(*) 9 but 8 ids read back"),
+])
+def test_a_doctored_bank_restore_is_invalid(ids, total, rows, said):
+    """A snapshot that cut a transfer in half holds another total; an account lost or invented."""
+    v = judge(_bank(), _bank_backup(ids, total, rows))
+    assert v.valid is False and said in v.summary
+
+
+def test_a_bank_backup_never_restored_is_unknown_and_a_bad_sum_is_refused():
+    assert judge(_bank(), backup()).valid == UNKNOWN
+    with pytest.raises(ValueError, match="procedure.backup.restored.sum must be"):
+        judge(_bank(), _bank_backup(range(8), "800"))
 
 
 @pytest.mark.parametrize("change, message", [

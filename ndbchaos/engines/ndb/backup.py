@@ -59,11 +59,13 @@ def _free_subnet() -> str:
 
 
 def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: float,
-                   node_failure: bool = False) -> Procedure:
+                   node_failure: bool = False, bank: bool = False) -> Procedure:
     """The procedure (module docstring). ``node_failure``: a fault hits the backup while it runs,
     so it may end aborted (1326 "Backup aborted due to node failure", ndb-operations 2.3); the
     operator's retry, once the cluster has recovered, must then complete and restore ("next
-    backup with that node down should succeed", NDBT's NdbBackup.cpp)."""
+    backup with that node down should succeed", NDBT's NdbBackup.cpp). ``bank``: ``table`` is the
+    bank workload's: the sum of the restored balances is read back too, for the backup checker
+    (a consistent snapshot of transfers that conserve the total holds exactly that total)."""
     if snapshot not in SNAPSHOTS:
         raise UsageError(f"backup_restore: snapshot must be one of {', '.join(SNAPSHOTS)}, not {snapshot!r}")
     engine = cluster.engine
@@ -193,6 +195,12 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
             raise StepFailed(f"reading {db}.{table} from the fresh cluster: {one_line(out)}")
         ids = [int(x) for x in out.split()]
         ctx.backup["restored"] = {"into": into, "table": table, "ids": ids, "rows": got["rows"]}
+        if bank:
+            code, out = target.engine.root_sql(target, node, f"SELECT SUM(balance) FROM {db}.{table}", timeout=60)
+            if code != 0 or not out.strip().lstrip("-").isdigit():
+                raise StepFailed(f"summing {db}.{table}'s balances on the fresh cluster: {one_line(out)}")
+            ctx.backup["restored"]["sum"] = int(out.strip())
+            return f"{got['rows']} accounts in {table} on the fresh cluster, holding {int(out.strip())}"
         return f"{got['rows']} rows in {table} on the fresh cluster"
 
     def cleanup(ctx: Context) -> None:

@@ -300,10 +300,12 @@ class NdbProcedures:
                          prepare=prepare, cleanup=cleanup)
 
     def backup_restore(self, cluster, snapshot: str = "end", into: str = "nodegroups=1,replicas=1,sql=1,mgm=1",
-                       table: str = "ledger", ballast_mb: float = 0.0, node_failure: bool = False) -> Procedure:
+                       table: str = "ledger", ballast_mb: float = 0.0, node_failure: bool = False,
+                       bank: bool = False) -> Procedure:
         """``START BACKUP`` under load, then ``ndb_restore`` into a fresh cluster of layout ``into``
-        (``backup.py``)."""
-        return backup_restore(cluster, snapshot, into, table, ballast_mb, node_failure)
+        (``backup.py``; ``into="same"``: the source's own layout; ``bank``: ``table`` is the bank
+        workload's, whose restored balances must hold its total)."""
+        return backup_restore(cluster, snapshot, into, table, ballast_mb, node_failure, bank)
 
     def rolling_config_change(self, cluster, changes: dict, node_failure: bool = False,
                               refused: bool = False) -> Procedure:
