@@ -235,6 +235,12 @@ def test_bad_input_to_a_procedure_is_one_line_before_anything_starts():
         lib.add_nodegroup(_ndb_cluster(spares=1))
     proc = lib.add_nodegroup(_ndb_cluster(spares=2))
     assert [s.name for s in proc.steps] == ["create nodegroup", "reorganize ledger", "optimize ledger"]
+    assert proc.steps[0].description == "CREATE NODEGROUP 13,14"
+    assert lib.add_nodegroup(_ndb_cluster(spares=3), nodes=(15, 13)).steps[0].description == "CREATE NODEGROUP 15,13"
+    with pytest.raises(UsageError, match=r"node 12 is no spare data node \(spares: 13, 14\)"):
+        lib.add_nodegroup(_ndb_cluster(spares=2), nodes=(12, 13))
+    with pytest.raises(UsageError, match="needs 2 different data nodes"):
+        lib.add_nodegroup(_ndb_cluster(spares=2), nodes=(13, 13))
     with pytest.raises(UsageError, match="snapshot must be one of end, start"):
         lib.backup_restore(_ndb_cluster(0), snapshot="middle")
     with pytest.raises(UsageError, match="replicas must be 1-4"):

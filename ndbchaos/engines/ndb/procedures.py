@@ -192,7 +192,7 @@ class NdbProcedures:
         ), prepare=prepare, cleanup=cleanup)
 
     def add_nodegroup(self, cluster, tables: tuple[str, ...] = ("ledger",), ballast: bool = False,
-                      node_failure: bool = False) -> Procedure:
+                      node_failure: bool = False, nodes: tuple[int, ...] | None = None) -> Procedure:
         """Online add node group with spare data nodes (ndb-operations 1.1, procedure B): ``CREATE
         NODEGROUP`` of as many spares as NoOfReplicas, then per table ``ALTER TABLE ...
         ALGORITHM=INPLACE, REORGANIZE PARTITION`` and ``OPTIMIZE TABLE``, under load. Outcome:
@@ -202,7 +202,8 @@ class NdbProcedures:
         ``ballast``: the ballast table (``INDEX_BALLAST_MB``) is reorganized too, last, long enough
         for a fault to land during it. ``node_failure``: a fault hits a step, which NDB rolls
         forward or aborts (ndb-operations 1.5), so a reorganization may fail; the operator's retry
-        must then succeed."""
+        must then succeed. ``nodes``: the node ids of the new group (default: the first spares in
+        node id order); each must be a spare data node, as many as NoOfReplicas."""
         if ballast:
             tables = (*tables, BALLAST)
         spares = spare_nodes(cluster)
@@ -211,6 +212,16 @@ class NdbProcedures:
             raise UsageError(f"add_nodegroup: a node group needs {replicas} data nodes (NoOfReplicas) in no node "
                              f"group; this cluster has {len(spares)} (start it with --ndb-layout ...,spare={replicas})")
         new = spares[:replicas]
+        if nodes is not None:
+            by_id = {n.nodeid: n for n in spares}
+            wrong = [i for i in nodes if i not in by_id]
+            if wrong:
+                raise UsageError(f"add_nodegroup: node {wrong[0]} is no spare data node (spares: "
+                                 f"{', '.join(str(i) for i in sorted(by_id)) or 'none'})")
+            if len(set(nodes)) != replicas:
+                raise UsageError(f"add_nodegroup: a node group needs {replicas} different data nodes (NoOfReplicas), "
+                                 f"not {len(set(nodes))}")
+            new = [by_id[i] for i in nodes]
         ids = ",".join(str(n.nodeid) for n in new)
         db = cluster.engine.sql_database
 
