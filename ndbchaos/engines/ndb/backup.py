@@ -29,8 +29,8 @@ from ...operations.procedure import Context, Procedure, Step, StepFailed, one_li
 from ...waiting import wait_until
 from ...workload.ballast import ensure as ensure_ballast
 from .clusterlog import DATADIR
-from .spec import resolve as resolve_spec
 from .layout import TWIN_PREFIX
+from .spec import resolve as resolve_spec
 
 SNAPSHOTS = {"end": "SNAPSHOTEND", "start": "SNAPSHOTSTART"}
 #: ``into``: the source cluster's own layout (a fresh cluster as large as the source)

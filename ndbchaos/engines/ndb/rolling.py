@@ -122,9 +122,7 @@ def set_parameters(text: str, changes: dict[str, str]) -> str:
                     done_default.add(k)
     if default_at is None:
         raise UsageError("rolling_config_change: the cluster's config.ini has no [ndbd default] section")
-    if default_end is None:
-        default_end = len(lines) if section in _SECTIONS else default_end
-    if default_end is None:
+    if default_end is None:  # the default section is the last one
         default_end = len(lines)
     add = [f"{k}={v}" for k, v in changes.items() if k not in done_default]
     at = default_end
