@@ -11,6 +11,12 @@ its disk, so its next start is a node restart, as with the volume.
 Every disk is named by its project: ``ComposeCluster.down`` releases the project's disks, and
 ``reap`` (``ndbchaos reap``) releases those of any project with no container left. Releasing is
 unmount (lazily when busy), detach, delete. Needs root and loop devices (``/dev/loop-control``).
+
+With ``layer=True`` (the default where FUSE works here: ``faultfs.unavailable``) the disk is
+mounted at ``<service>.disk`` and our fault-injecting FUSE layer (``ndbchaos.faultfs``) over it at
+``<service>``, the directory the container binds: the storage faults that slow, fail or lose a
+data node's writes act there, ``DiskFull`` fills the disk below it. Releasing unmounts the layer
+and stops its process first.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 
 import yaml
 
+from . import faultfs
 from .errors import NdbChaosError, UsageError
 from .resources import cache_dir
 
@@ -80,14 +87,17 @@ def project_dir(project: str) -> Path:
     return disks_dir() / project
 
 
-def make(project: str, services: list[str], size_mb: int) -> Path:
-    """A disk of ``size_mb`` per service, mounted; returns the compose overlay that puts each
-    over its service's data directory. On failure, whatever was made is released."""
+def make(project: str, services: list[str], size_mb: int, layer: bool | None = None) -> Path:
+    """A disk of ``size_mb`` per service, mounted (with the faultfs layer over it: ``layer``, by
+    default where FUSE works here); returns the compose overlay that puts each over its service's
+    data directory. On failure, whatever was made is released."""
     why = unavailable()
     if why:
         raise NdbChaosError(f"cannot make bounded disks: {why}")
     root = project_dir(project)
     root.mkdir(parents=True, exist_ok=True)
+    if layer is None:
+        layer = faultfs.unavailable() is None
     try:
         volumes = {}
         for svc in services:
@@ -100,9 +110,12 @@ def make(project: str, services: list[str], size_mb: int) -> Path:
             # lazy inode table initialisation writing behind the fault's back
             _run(["mkfs.ext4", "-q", "-F", "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(img)],
                  timeout=120)
-            mnt.mkdir(exist_ok=True)
-            _run(["mount", "-o", "loop", str(img), str(mnt)])
-            (mnt / "lost+found").rmdir()  # an empty data directory, as the volume was
+            disk = root / f"{svc}.disk" if layer else mnt
+            disk.mkdir(exist_ok=True)
+            _run(["mount", "-o", "loop", str(img), str(disk)])
+            (disk / "lost+found").rmdir()  # an empty data directory, as the volume was
+            if layer:
+                faultfs.mount(root, svc, disk, mnt)
             volumes[svc] = {"volumes": [f"{mnt}:{DATA_PATH}"]}
         overlay = root / "disks.yml"
         overlay.write_text("# bounded disks of this project's data nodes (ndbchaos.disks)\n"
@@ -122,6 +135,26 @@ def mount_of(project: str, service: str) -> Path:
     return mnt
 
 
+def disk_of(project: str, service: str) -> Path:
+    """The host directory of the bounded disk itself: below the faultfs layer when there is one."""
+    mnt = mount_of(project, service)
+    disk = mnt.parent / f"{service}.disk"
+    return disk if mounted(disk) else mnt
+
+
+def layer_of(project: str, service: str) -> Path | None:
+    """The control socket of the faultfs layer over a service's disk, or None without one."""
+    mnt = mount_of(project, service)
+    sock = mnt.parent / f"{service}.sock"
+    return sock if (mnt.parent / f"{service}.disk").is_dir() and sock.exists() else None
+
+
+def layered(project: str) -> bool:
+    """Whether the project's disks carry the faultfs layer."""
+    root = project_dir(project)
+    return root.is_dir() and any(p.name.endswith(".disk") for p in root.iterdir())
+
+
 def usage(path: Path) -> tuple[int, int]:
     """(free bytes, size bytes) of the file system at ``path``."""
     st = os.statvfs(path)
@@ -134,13 +167,18 @@ def release(project: str) -> list[str]:
     if not root.exists():
         return []
     out = []
-    for mnt in sorted(p for p in root.iterdir() if p.is_dir()):
+    # the layers first (each over a disk below it), then the disks
+    dirs = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: (p.name.endswith(".disk"), p.name))
+    for mnt in dirs:
+        if not mnt.name.endswith(".disk") and (root / f"{mnt.name}.disk").is_dir():
+            faultfs.unmount(root, mnt.name, mnt)
+            continue
         if mounted(mnt):
             try:
                 _run(["umount", str(mnt)])
             except NdbChaosError:
                 _run(["umount", "-l", str(mnt)])  # busy (a container still holds it): detached now, freed later
-        out.append(f"disk {project}/{mnt.name}")
+        out.append(f"disk {project}/{mnt.name.removesuffix('.disk')}")
     _detach_loops(root)
     shutil.rmtree(root, ignore_errors=True)
     return out
@@ -165,5 +203,5 @@ def projects() -> list[str]:
     return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
 
 
-__all__ = ["DATA_PATH", "disks_dir", "make", "mount_of", "mounted", "parse_size_mb", "projects", "release",
-           "unavailable", "usage"]
+__all__ = ["DATA_PATH", "disk_of", "disks_dir", "layer_of", "layered", "make", "mount_of", "mounted", "parse_size_mb",
+           "projects", "release", "unavailable", "usage"]

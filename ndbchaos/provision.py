@@ -11,6 +11,9 @@ everything present does nothing but look (images: build.sh says each is present)
     native    the native client driver (ndbchaos/workload/native/ndc.c) built into
               TOOLS/ndbchaos-native-<hash>.so; optional: without a compiler or libmariadb-dev (and no
               root to install them) the Python client runs, said in one line
+    fuse      FUSE 3 (``fusermount3``, libfuse 3: Debian's fuse3), for the faultfs layer over the data
+              nodes' bounded disks (storage faults that slow, fail or lose writes); optional: without
+              it, and no root to install it, those faults skip with the reason, said in one line
     images    the package's image recipes (ndbchaos/data/images/build.sh all): tools, galera,
               toxiproxy, and ndb when NDBCHAOS_NDB_DIST names a distribution (checked first: a bad one
               stops here in one line); debootstrap installed as root when an image must be built
@@ -125,6 +128,7 @@ class Setup:
         self.docker()
         self.compose()
         self.native()
+        self.fuse()
         self.images()
         if allure:
             self.allure()
@@ -213,6 +217,14 @@ class Setup:
             h.build_native()
         except native.NativeUnavailable as e:
             self.say(f"native client driver not built ({e}); the Python client is used")
+
+    def fuse(self) -> None:
+        if self.host.which("fusermount3"):
+            return
+        try:
+            self.apt_install("fuse3")
+        except SetupFailed:
+            self.say("FUSE 3 not installed (fuse3): the storage faults of the faultfs layer will skip")
 
     def images(self) -> None:
         h = self.host

@@ -38,8 +38,8 @@ class DiskFull(Fault):
         self.mounts = {t.name: self._mount(t) for t in self.targets}
 
     def _mount(self, node) -> Path:
-        """The host directory of the node's bounded disk: the source of its data directory's
-        mount, which must be a disk of this project."""
+        """The host directory of the node's bounded disk (below its faultfs layer, when it has
+        one): its data directory's mount must be a disk of this project."""
         c = self.cluster.container(node)
         src = next((m.get("Source") for m in c.attrs.get("Mounts") or [] if m.get("Destination") == disks.DATA_PATH),
                    None)
@@ -47,7 +47,7 @@ class DiskFull(Fault):
         if src is None or Path(src).resolve() != mine.resolve():
             raise NdbChaosError(f"disk_full: {node.name}'s {disks.DATA_PATH} is not on its bounded disk "
                                 f"({src or 'an anonymous volume'}); start the cluster with --data-disk SIZE")
-        return mine
+        return disks.disk_of(self.cluster.project, node.labels.get("com.docker.compose.service", node.name))
 
     def _apply(self) -> None:
         for name, mnt in self.mounts.items():

@@ -84,7 +84,7 @@ class FakeHost(P.Host):
                 self.apt_fails -= 1
                 return subprocess.CompletedProcess(cmd, 100, "", "")
             pkgs = cmd[4:]
-            names = {"docker.io": {"docker", "dockerd"}, "libmariadb-dev": {"mariadb_config"}}
+            names = {"docker.io": {"docker", "dockerd"}, "libmariadb-dev": {"mariadb_config"}, "fuse3": {"fusermount3"}}
             for p in pkgs:
                 self.installed |= names.get(p, {p})
             return done
@@ -137,9 +137,10 @@ def test_a_bare_debian_machine_then_a_second_run_that_does_nothing(home):
                          f"building Docker Compose {P.COMPOSE_VERSION} from the Go module proxy "
                          "(about 3 minutes, once)..."]
     assert lines[4].startswith("built docker-compose in ")
-    assert lines[5:10] == ["installing gcc libmariadb-dev (apt-get)...",
+    assert lines[5:11] == ["installing gcc libmariadb-dev (apt-get)...",
                            "building the native client driver (ndbchaos/workload/native/ndc.c)...",
-                           "installing debootstrap (apt-get)...", "installing npm (apt-get)...",
+                           "installing fuse3 (apt-get)...", "installing debootstrap (apt-get)...",
+                           "installing npm (apt-get)...",
                            f"installing Allure {P.ALLURE_VERSION} (npm) for the HTML report..."]
     assert lines[-1].startswith("setup complete in ")
     assert (tools / "docker-compose").is_file()
@@ -159,7 +160,7 @@ def test_everything_present_does_nothing(home):
     (tools / "npm" / "node_modules" / ".bin" / "allure").write_text("")
     (tools / "npm" / "node_modules" / ".bin" / "allure").chmod(0o755)
     (tools / f"ndbchaos-native-{native.source_hash()}.so").write_text("")
-    host = FakeHost(home, root=False, docker=True, installed={"compose-plugin", "debootstrap"})
+    host = FakeHost(home, root=False, docker=True, installed={"compose-plugin", "debootstrap", "fusermount3"})
     lines = _setup(host)
     assert host.calls == [["build.sh", "all"]] and len(lines) == 1
 
@@ -206,6 +207,14 @@ def test_native_driver_is_optional(home):
     host = FakeHost(home, root=False, docker=True, installed={"compose-plugin", "debootstrap"})
     lines = _setup(host, allure=False)
     assert "native client driver not built (gcc libmariadb-dev missing); the Python client is used" in lines
+    assert lines[-1].startswith("setup complete")
+
+
+def test_fuse_is_optional(home):
+    host = FakeHost(home, docker=True, installed={"compose-plugin", "debootstrap", "gcc", "mariadb_config"})
+    host.apt_fails = 2  # install, then install again after an update: both fail
+    lines = _setup(host, allure=False)
+    assert "FUSE 3 not installed (fuse3): the storage faults of the faultfs layer will skip" in lines
     assert lines[-1].startswith("setup complete")
 
 
