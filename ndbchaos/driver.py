@@ -27,7 +27,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import disks, plans
+from . import disks, faultfs, plans
 from .families import FAMILIES
 from .handle import ClusterHandle, ComposeProject
 from .waiting import wait_until
@@ -58,6 +58,7 @@ class Scenario:
     engines: tuple[str, ...] = ()  # the engines where the scenario means something (empty: every engine)
     elsewhere: str = ""  # why it does not on the others (the skip reason)
     needs_disk: bool = False  # its fault fills a data node's bounded disk (the cluster started with --data-disk)
+    needs_layer: bool = False  # its fault acts in the faultfs layer over that disk (ndbchaos.faultfs)
 
     def skip_reason(self, engine: str) -> str | None:
         """Why this scenario does not run on ``engine`` (None: it does)."""
@@ -78,9 +79,15 @@ class Scenario:
         if why is None and self.route(cluster) and not isinstance(cluster, ComposeProject):
             why = (f"{self.name}: its clients go through a toxiproxy in front of the SQL nodes, which only the "
                    f"container backend places (not an inventory's hosts)")
+        if why is None and (self.needs_disk or self.needs_layer) and not isinstance(cluster, ComposeProject):
+            why = (f"{self.name}: its fault acts on a data node's own disk (and the faultfs layer over it), which only "
+                   "the container backend makes (an inventory's hosts keep their own disks: docs/faults.md)")
         if why is None and self.needs_disk and cluster.project not in disks.projects():
             why = (f"{self.name}: its fault fills a data node's own disk, and this cluster's data nodes have none "
                    "(start it with --data-disk SIZE, e.g. 512M: the container backend, root and loop devices)")
+        if why is None and self.needs_layer and not disks.layered(cluster.project):
+            why = (f"{self.name}: its fault acts in the faultfs layer over a data node's disk, and this cluster's "
+                   f"disks have none ({faultfs.unavailable() or 'made without it'})")
         return why
 
     def __repr__(self) -> str:

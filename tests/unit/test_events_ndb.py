@@ -173,6 +173,16 @@ TEXTS = [
     ("Local checkpoint 5 started. Keep GCI = 88 oldest restorable GCI = 86", "lcp_started",
      {"lcp": 5, "keep_gci": 88, "oldest_restorable_gci": 86}),
     ("Local checkpoint 5 completed", "lcp_completed", {"lcp": 5}),
+    # the GCP monitor with a stalled disk (9.7.2, GCP stops disabled): the bitmask names node 12
+    ("GCP Monitor: GCP_SAVE lag 60 sec (no max lag), [SignalCounter: m_count=1 "
+     "0000000000000000000000000000000000001000]", "gcp_lag",
+     {"what": "GCP_SAVE", "lag_s": 60, "max_lag": "no max lag", "waiting_for": [12]}),
+    ("GCP Monitor: GCP_SAVE lag 120 sec (max lag: 140s), [SignalCounter: m_count=1 "
+     "0000000000000000000000000000000000004000]", "gcp_lag",
+     {"what": "GCP_SAVE", "lag_s": 120, "max_lag": "max lag: 140s", "waiting_for": [14]}),
+    ("GCP Monitor: Computed max GCP_SAVE lag to 140 seconds", "gcp_max_lag", {"what": "GCP_SAVE", "max_lag_s": 140}),
+    ("Detected GCP stop(1)...sending kill to [SignalCounter: m_count=1 0000000000000000000000000000000000002000]",
+     "gcp_stop", {"reason": 1, "killed": [13]}),
     ("thr: 3 Overslept 19023 ms, expected ~10ms, user time: 54 us, sys_time: 0 us", "overslept",
      {"detector": "thread", "thread": 3, "ms": 19023, "expected_ms": 10, "user_us": 54, "sys_us": 0}),
     ("thr: 2: Overslept 1500 ms, expected ~10ms", "overslept",  # the 7.x/8.0 source form

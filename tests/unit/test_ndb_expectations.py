@@ -61,8 +61,9 @@ def test_every_family_has_an_expectation_on_the_default_layout():
     for fam in FAMILIES:
         e = eng.expectation(fam, cl)
         assert e.family == fam and e.rule.startswith("docs/facts.md NDB") and e.detection_bound_s > 0
-        assert e.recovery in ("node_restart", "system_restart") and e.recovery_bound_s > 0
-        assert e.details["timing"]["heartbeat_db_s"] == 1.0
+        # a slow disk stops nobody, nor does a stall while GCP stops are disabled (the default)
+        assert e.recovery in (("none",) if fam in ("slow_disk", "disk_stall") else ("node_restart", "system_restart"))
+        assert e.recovery_bound_s > 0 and e.details["timing"]["heartbeat_db_s"] == 1.0
 
 
 def test_datanode_loss_default_survives_without_arbitration():
@@ -264,6 +265,67 @@ def test_how_the_node_was_lost_adds_its_objectives():
     # a loss the cluster does not survive has no node restart to wait for
     e = eng.expectation("datanode_loss", cl, nodes=["data1", "data2"], frozen=True)
     assert not e.cluster_survives and "exit_on_heal" not in e.details
+
+
+def test_a_slow_disk_stops_nobody():
+    eng, cl = fake_cluster()
+    e = eng.expectation("slow_disk", cl, nodes=["data3"], delay_ms=100)
+    assert e.cluster_survives and e.survivors_serve and e.recovery == "none"
+    assert e.details["lost"] == [] and e.details["excluded"] == [] and e.details["nodes"] == ["data3"]
+    assert e.details["unexpected_events"] == ["forced_shutdown"] and e.details["gcp_stop_timeout_s"] is None
+    assert "100 ms" in e.rule and e.details["client_errors"]["allowed"] == [410, 1220, 1221, 1234]
+
+
+def test_a_stalled_disk_stops_nobody_while_gcp_stops_are_disabled():
+    # TimeBetweenEpochsTimeout is not set: 0, the default, disables GCP stops (finding 37)
+    eng, cl = fake_cluster()
+    e = eng.expectation("disk_stall", cl, nodes=["data2"], arbitrator=1)
+    assert e.cluster_survives and e.recovery == "none" and e.details["lost"] == [] and "shut_down" not in e.details
+    assert e.details["unexpected_events"] == ["forced_shutdown"] and "disabled" in e.details["gcp_stop"]
+    assert "finding 37" in e.rule
+
+
+def test_a_stalled_disk_is_a_gcp_stop_after_the_monitors_max_lag_when_enabled():
+    eng, cl = fake_cluster()
+    cfg = eng.config(cl.options)
+    cfg.defaults.setdefault("NDB", {})["timebetweenepochstimeout"] = "4000"
+    tm = ndbrules.timings(cfg)
+    assert tm["epochs_timeout_s"] == 4.0 and tm["gcp_timeout_s"] == 120.0
+    from ndbchaos.engines.ndb import expectations as X
+    e = X.expectation("disk_stall", cl.topology, cfg, 11, nodes=["data4"], arbitrator=1)
+    loss = X.expectation("datanode_loss", cl.topology, cfg, 11, nodes=["data4"], arbitrator=1)
+    assert e.cluster_survives and e.recovery == "node_restart" and e.details["lost"] == ["data4"]
+    # 9.7.2 computed a max GCP_SAVE lag of 140 s for 4 data nodes: 120 s + 5 s each; then one GCP
+    # interval and a node failure's detection
+    assert e.details["gcp_stop_timeout_s"] == 140.0
+    assert e.detection_bound_s == pytest.approx(140.0 + 2.0 + loss.detection_bound_s)
+    # the stuck process logs its shutdown once the disk answers (9.7.2: 6050 after the heal)
+    assert e.details["exit_on_heal"]["data4"][:2] == [6050, 2303] and "shut_down" not in e.details
+    assert e.details["expected_events"][:2] == ["gcp_lag", "gcp_stop"]
+    assert "GCP stop" in e.rule and "finding 37" in e.rule
+
+
+def test_a_failing_write_or_sync_shuts_the_node_down_with_a_file_system_error():
+    eng, cl = fake_cluster()
+    e = eng.expectation("failing_io", cl, nodes=["data4"], arbitrator=1, call="fsync")
+    assert e.cluster_survives and e.details["shut_down"] == ["data4"] and e.details["call"] == "fsync"
+    assert e.details["exit_codes"]["data4"] == list(range(2801, 2817))  # 9.7.2: 2809 for a failed fsync
+    assert e.details["decision_bound_s"] == 2 * 2.0 + 2.0
+    # both nodes of a group: the cluster stops as when the group is lost
+    e2 = eng.expectation("failing_io", cl, nodes=["data3", "data4"], arbitrator=1)
+    assert not e2.cluster_survives and e2.recovery == "system_restart"
+
+
+def test_a_power_loss_may_lose_the_gcp_window_as_a_kill_of_every_data_node():
+    eng, cl = fake_cluster()
+    e = eng.expectation("power_loss", cl)
+    k = eng.expectation("system_restart", cl, how="kill")
+    assert not e.cluster_survives and e.recovery == "system_restart"
+    assert e.details["gcp_loss_window_s"] == k.details["gcp_loss_window_s"] == 4.0
+    assert e.details["lost"] == ["data1", "data2", "data3", "data4"]
+    assert "synced" in e.rule and "4 s" in e.details["durability"]
+    # the plan passes the targets: ignored (every data node loses power), and said so
+    assert eng.expectation("power_loss", cl, nodes=["data1"]).details["ignored_keywords"] == ["nodes"]
 
 
 def test_a_node_failure_during_a_backup_aborts_it():

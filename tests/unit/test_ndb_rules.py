@@ -37,12 +37,13 @@ def shipped(layout="default"):
 def test_timings_and_crash_window_come_from_config_ini():
     _, cfg = shipped()
     tm = R.timings(cfg)
-    assert tm == {"heartbeat_db_s": 1.0, "heartbeat_api_s": 1.5, "arbitration_timeout_s": 3.0, "gcp_interval_s": 2.0}
+    assert tm == {"heartbeat_db_s": 1.0, "heartbeat_api_s": 1.5, "arbitration_timeout_s": 3.0, "gcp_interval_s": 2.0,
+                  "epochs_timeout_s": 0.0, "gcp_timeout_s": 120.0}
     assert R.crash_loss_window_s(tm) == 4.0
     # the documented defaults when config.ini sets nothing
     bare = parse_config_ini("[ndbd default]\nNoOfReplicas=2\n[ndbd]\nNodeId=2\n")
     assert R.timings(bare) == {"heartbeat_db_s": 5.0, "heartbeat_api_s": 1.5, "arbitration_timeout_s": 7.5,
-                               "gcp_interval_s": 2.0}
+                               "gcp_interval_s": 2.0, "epochs_timeout_s": 0.0, "gcp_timeout_s": 120.0}
 
 
 def test_arbitrator_candidates_by_rank():

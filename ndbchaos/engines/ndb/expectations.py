@@ -15,13 +15,14 @@ from ..base import Expectation
 from .config import NdbConfig
 from .expect_data import datanode_loss, halves, nodegroup_loss, two_datanodes_different_ng
 from .expect_facts import Facts
-from .expect_storage import disk_full
+from .expect_storage import disk_full, disk_stall, failing_io, power_loss, slow_disk
 from .expect_restarts import (all_mgmnodes_loss, mgmnode_loss, restart_without_mgm, rolling_restart, sqlnode_loss,
                               system_restart)
 
 FAMILIES = ("datanode_loss", "two_datanodes_different_ng", "nodegroup_loss", "partition_halves_arbitrator_side",
             "arbitrator_isolated", "mgmnode_loss", "all_mgmnodes_loss", "datanode_restart_without_mgm",
-            "sqlnode_loss", "system_restart", "rolling_restart", "disk_full")
+            "sqlnode_loss", "system_restart", "rolling_restart", "disk_full", "slow_disk", "disk_stall", "failing_io",
+            "power_loss")
 
 #: keywords each family reads (others are accepted, ignored and listed in
 #: ``details["ignored_keywords"]``, so a scenario written for any engine never crashes here)
@@ -39,6 +40,10 @@ FAMILY_KEYWORDS = {
     "system_restart": ("how",),
     "rolling_restart": ("nodes",),
     "disk_full": ("nodes", "lost", "arbitrator", "succession"),
+    "slow_disk": ("nodes", "delay_ms"),
+    "disk_stall": ("nodes", "arbitrator", "succession"),
+    "failing_io": ("nodes", "arbitrator", "succession", "call"),
+    "power_loss": ("arbitrator",),
 }
 
 LOST_CHOICE = {
@@ -140,4 +145,8 @@ FAMILY_RULES = {
     "system_restart": system_restart,
     "rolling_restart": rolling_restart,
     "disk_full": disk_full,
+    "slow_disk": slow_disk,
+    "disk_stall": disk_stall,
+    "failing_io": failing_io,
+    "power_loss": power_loss,
 }

@@ -44,6 +44,12 @@ def timings(cfg: NdbConfig) -> dict:
         # Commits newer than the last global checkpoint may be lost when the whole cluster
         # crashes (docs/facts.md NDB 7); the checker reports such losses apart.
         "gcp_interval_s": cfg.data_param_ms("TimeBetweenGlobalCheckpoints", 2000) / 1000.0,
+        # GCP stop (docs/facts.md NDB 11): TimeBetweenEpochsTimeout 0 (the default) disables it
+        # ("unlimited lags allowed"; 9.7.2 logs "GCP_SAVE lag 60 sec (no max lag)" and stops
+        # nobody: finding 37); otherwise a global checkpoint held up past
+        # TimeBetweenGlobalCheckpointsTimeout (a minimum, default 120000) stops the node behind it
+        "epochs_timeout_s": cfg.data_param_ms("TimeBetweenEpochsTimeout", 0) / 1000.0,
+        "gcp_timeout_s": cfg.data_param_ms("TimeBetweenGlobalCheckpointsTimeout", 120000) / 1000.0,
     }
 
 
