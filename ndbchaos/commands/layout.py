@@ -7,6 +7,7 @@ import sys
 
 from ..engines.ndb import NdbEngine
 from ..engines.ndb.layout import TWIN_PREFIX
+from ..engines.ndb.twin import MYCNF_SEP
 from ..errors import UsageError
 from . import HELP
 
@@ -23,6 +24,8 @@ def register(sub) -> None:
                                    "Nothing is started or written. An impossible spec or file: one line, exit 2.")
     p.add_argument("spec", nargs="?", help="default, small, or nodegroups=N,replicas=R,sql=S,mgm=M,spare=K")
     p.add_argument("--ndb-config", metavar="FILE", help="the config.ini of your cluster: print its twin's files")
+    p.add_argument("--ndb-mycnf", metavar="FILE", help="with --ndb-config: the my.cnf of your SQL nodes (the twin's "
+                                                        "my.cnf keeps the options that decide what clients see)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--compose", action="store_true", help="print the compose file instead")
     g.add_argument("--mycnf", action="store_true", help="print my.cnf instead")
@@ -32,7 +35,9 @@ def register(sub) -> None:
 def run(args) -> int:
     if bool(args.spec) == bool(args.ndb_config):
         raise UsageError("give a layout (SPEC) or --ndb-config FILE, one of them")
+    if args.ndb_mycnf and not args.ndb_config:
+        raise UsageError("--ndb-mycnf needs --ndb-config (the my.cnf of the cluster that config.ini describes)")
     which = "compose" if args.compose else "my.cnf" if args.mycnf else "config.ini"
-    layout = args.spec or f"{TWIN_PREFIX}{args.ndb_config}"
+    layout = args.spec or f"{TWIN_PREFIX}{args.ndb_config}" + (f"{MYCNF_SEP}{args.ndb_mycnf}" if args.ndb_mycnf else "")
     sys.stdout.write(NdbEngine().layout_text({"ndb_layout": layout}, which))
     return 0

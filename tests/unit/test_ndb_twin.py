@@ -181,3 +181,116 @@ def test_the_command_prints_it_and_refuses_a_bad_file(site, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "layout", "--ndb-config", str(tmp_path / "none.ini")],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr
+
+
+MYCNF = """\
+# the SQL nodes' my.cnf of the site above
+[mysqld]
+ndbcluster
+ndb-connectstring=mgm1.example.net:1186,mgm2.example.net:1186
+datadir=/srv/mysql
+port = 3306
+server_id=60
+innodb_buffer_pool_size=8G
+ndb_wait_connected=30
+ndb-wait-setup = 45
+ndb_cluster_connection_pool=2
+ndb_read_backup=1
+transaction_isolation="READ-COMMITTED"
+wait_timeout=600   # idle sessions
+performance_schema=OFF
+
+[mysqld-9.7]
+ndb_force_send=0
+
+[client]
+default-character-set=utf8mb4
+"""
+
+
+@pytest.fixture
+def mycnf_file(tmp_path):
+    p = tmp_path / "my.cnf"
+    p.write_text(MYCNF)
+    return p
+
+
+def test_the_sql_nodes_keep_what_clients_see_and_the_rest_is_named(site, mycnf_file):
+    t = twin_of(site, mycnf_file)
+    assert t.mysqld == {"ndb-wait-connected": "30", "ndb-wait-setup": "45", "ndb-cluster-connection-pool": "2",
+                        "ndb-read-backup": "1", "transaction-isolation": "READ-COMMITTED", "wait-timeout": "600",
+                        "ndb-force-send": "0"}
+    changes = "\n".join(t.changes)
+    for said in ("[mysqld] datadir=/srv/mysql not reproduced", "[mysqld] port=3306 not reproduced",
+                 "[mysqld] server-id=60 not reproduced", "innodb-buffer-pool-size=8G -> the default layout's",
+                 "ndb-connectstring=mgm1.example.net:1186,mgm2.example.net:1186 not reproduced",
+                 "performance-schema=OFF not reproduced (mysqld's default applies)", "[client] not reproduced",
+                 # two SQL nodes x a pool of 2 = 4 node ids: the 2 [mysqld] and the 2 [api] slots give 4
+                 "ndb-cluster-connection-pool=2: each SQL node takes 2 node ids, 4 in all; your config.ini's "
+                 "[mysqld] and [api] slots give 4"):
+        assert said in changes, (said, changes)
+    # the twin is another layout (its files are named by both files' content)
+    assert t.digest != twin_of(site).digest and str(t).endswith(f";mycnf={mycnf_file.resolve()}")
+
+
+def test_the_twins_my_cnf_has_them_and_the_bounds_follow(site, mycnf_file):
+    eng = NdbEngine()
+    opts = {"ndb_layout": f"config={site};mycnf={mycnf_file}"}
+    text = eng.layout_text(opts, "my.cnf")
+    mysqld = text.split("[mysqld]", 1)[1].split("[mysql_cluster]", 1)[0]
+    # ours replaced in place, theirs added under a comment, paths and sizes ours
+    assert "\nndb-wait-connected=30\n" in mysqld and "\nndb-wait-setup=45\n" in mysqld
+    assert "ndb-wait-connected=60" not in mysqld and "innodb-buffer-pool-size=32M" in mysqld
+    assert f"# yours ({mycnf_file.resolve()})" in mysqld and "\ntransaction-isolation=READ-COMMITTED\n" in mysqld
+    assert "/srv/mysql" not in text and "example.net" not in text
+    # the SQL node recovery bound: ndb-wait-connected + ndb-wait-setup + the container's start
+    cfg = eng.config(opts)
+    assert cfg.mysqld["ndb-wait-connected"] == "30"
+    from ndbchaos.engines.ndb.expect_facts import Facts
+    from ndbchaos import topology as TP
+    f = Facts("sqlnode_loss", TP.Topology("p", "ndb", []), cfg)
+    assert f.rec_sql == 30 + 45 + 10.0 and f.timing["ndb_wait_setup_s"] == 45.0
+    # without a my.cnf of theirs: the shipped one's 60 s each
+    assert Facts("sqlnode_loss", TP.Topology("p", "ndb", []), eng.config({"ndb_layout": f"config={site}"})).rec_sql \
+        == 60 + 60 + 10.0
+
+
+@pytest.mark.parametrize("text, why", [
+    ("[mysqld]\n!include /etc/mysql/conf.d/x.cnf\n", "!include is not followed"),
+    ("ndb_wait_connected=30\n", "is neither a [section] nor an option in one"),
+    ("[client]\nport=3306\n", "no [mysqld] section"),
+])
+def test_a_my_cnf_that_cannot_be_read_is_one_line(site, tmp_path, text, why):
+    p = tmp_path / "bad.cnf"
+    p.write_text(text)
+    with pytest.raises(UsageError) as e:
+        twin_of(site, p)
+    assert why in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_command_takes_a_my_cnf_only_with_a_config(site, mycnf_file, tmp_path):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "ndbchaos.cli", "layout", *args], capture_output=True, text=True,
+                              timeout=60)
+    ok = cli("--ndb-config", str(site), "--ndb-mycnf", str(mycnf_file), "--mycnf")
+    assert ok.returncode == 0 and "ndb-cluster-connection-pool=2" in ok.stdout, ok.stderr
+    for args, why in ((("default", "--ndb-mycnf", str(mycnf_file)), "--ndb-mycnf needs --ndb-config"),
+                      (("--ndb-config", str(site), "--ndb-mycnf", str(tmp_path / "none.cnf")), "No such file")):
+        bad = cli(*args)
+        assert bad.returncode == 2 and why in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+
+
+def test_the_shipped_example_my_cnf_is_read():
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2] / "examples" / "twin"
+    t = twin_of(root / "config.ini", root / "my.cnf")
+    assert t.mysqld["ndb-wait-connected"] == "30" and "ndb-read-backup" in t.mysqld
+    assert any("ssl-cert" in c for c in t.changes) and any("[mysql] not reproduced" in c for c in t.changes)
+
+
+def test_the_plugin_and_the_twin_agree_on_the_separator():
+    import inspect
+
+    from ndbchaos import pytest_plugin
+    from ndbchaos.engines.ndb.twin import MYCNF_SEP
+    assert f'"{MYCNF_SEP}"' in inspect.getsource(pytest_plugin)

@@ -62,6 +62,8 @@ class NdbConfig:
     nodes: list[ConfigNode]
     system: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, dict[str, str]] = field(default_factory=dict)  # type -> lower-cased params
+    #: the SQL nodes' [mysqld] options (my.cnf in use: ``mycnf.server_options``); empty when unknown
+    mysqld: dict[str, str] = field(default_factory=dict)
 
     def of_type(self, t: str) -> list[ConfigNode]:
         return [n for n in self.nodes if n.type == t]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ... import topology as TP
 from ...errors import UsageError
 from .config import NdbConfig
+from .mycnf import seconds as option_seconds
 from .rules import (CONTAINER_START_SLACK, HEARTBEATS_TO_DETECT, NDB_WAIT_CONNECTED, NDB_WAIT_SETUP, NDBT_EXTRA_WAIT,
                     NDBT_WAIT_CLUSTER_STARTED, OBSERVATION_SLACK, arbitrator_candidates, timings)
 
@@ -63,12 +64,15 @@ class Facts:
         #    SQL nodes reconnecting (ndb-wait-connected), + the container starts;
         #  * SQL node restart: mysqld waits ndb-wait-connected then ndb-wait-setup at most;
         #  * management node: [UNVERIFIED] no documented figure, MGMD_START_BOUND.
+        #  (ndb-wait-connected and ndb-wait-setup: the my.cnf in use, a twin's from the user's file)
+        wait_connected = option_seconds(cfg.mysqld, "ndb-wait-connected", NDB_WAIT_CONNECTED)
+        wait_setup = option_seconds(cfg.mysqld, "ndb-wait-setup", NDB_WAIT_SETUP)
         self.rec_node = NDBT_WAIT_CLUSTER_STARTED + CONTAINER_START_SLACK
-        self.rec_system = NDBT_WAIT_CLUSTER_STARTED + NDBT_EXTRA_WAIT + NDB_WAIT_CONNECTED + CONTAINER_START_SLACK
-        self.rec_sql = NDB_WAIT_CONNECTED + NDB_WAIT_SETUP + CONTAINER_START_SLACK
+        self.rec_system = NDBT_WAIT_CLUSTER_STARTED + NDBT_EXTRA_WAIT + wait_connected + CONTAINER_START_SLACK
+        self.rec_sql = wait_connected + wait_setup + CONTAINER_START_SLACK
         self.timing = {**tm, "heartbeats_to_detect": HEARTBEATS_TO_DETECT, "observation_slack_s": OBSERVATION_SLACK,
                        "ndbt_wait_cluster_started_s": NDBT_WAIT_CLUSTER_STARTED,
-                       "ndb_wait_connected_s": NDB_WAIT_CONNECTED, "ndb_wait_setup_s": NDB_WAIT_SETUP}
+                       "ndb_wait_connected_s": wait_connected, "ndb_wait_setup_s": wait_setup}
 
     def name_of(self, x) -> str:
         if isinstance(x, TP.Node):

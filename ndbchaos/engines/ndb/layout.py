@@ -20,6 +20,8 @@ from ... import topology as TP
 from ...errors import InventoryError, UsageError
 from ...resources import COMPOSE_DIR
 from .config import NdbConfig, parse_config_ini, read_config, replace_prefix
+from .mycnf import parse as parse_mycnf
+from .mycnf import server_options
 from .image import choose as choose_image
 from .image import ensure as ensure_image
 from .liveconfig import check as check_live_config
@@ -30,7 +32,7 @@ from .render import compose as render_compose
 from .render import config_ini as render_config_ini
 from .render import my_cnf as render_my_cnf
 from .spec import LayoutSpec, resolve
-from .twin import TwinLayout, twin_of
+from .twin import MYCNF_SEP, TwinLayout, twin_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...inventory.cluster import InventoryCluster
@@ -76,19 +78,26 @@ def _resolve(value: str) -> tuple[str, LayoutSpec | TwinLayout]:
     (``config=PATH``: ``twin.twin_of``, named by its absolute path)."""
     v = str(value).strip()
     if v.lower().startswith(TWIN_PREFIX):
-        p = Path(v[len(TWIN_PREFIX):]).expanduser()
-        try:
-            st = p.stat()
-        except OSError as e:
-            raise UsageError(f"--ndb-config {p}: {e.strerror or e}") from None
-        twin = _twin(str(p.resolve()), st.st_mtime_ns, st.st_size)
+        ini, _, cnf = v[len(TWIN_PREFIX):].partition(MYCNF_SEP)
+        stamps = []
+        for flag, f in (("--ndb-config", ini), ("--ndb-mycnf", cnf)):
+            if not f:
+                stamps.append(None)
+                continue
+            p = Path(f).expanduser()
+            try:
+                st = p.stat()
+            except OSError as e:
+                raise UsageError(f"{flag} {p}: {e.strerror or e}") from None
+            stamps.append((str(p.resolve()), st.st_mtime_ns, st.st_size))
+        twin = _twin(*stamps)
         return str(twin), twin
     return resolve(v)
 
 
 @functools.lru_cache(maxsize=8)
-def _twin(path: str, mtime_ns: int, size: int) -> TwinLayout:
-    return twin_of(path)
+def _twin(ini: tuple, cnf: tuple | None) -> TwinLayout:
+    return twin_of(ini[0], cnf[0] if cnf else None)
 
 
 def _default_net(layout: str) -> str:
@@ -171,7 +180,11 @@ class LayoutMixin:
     def config(self, options: dict) -> NdbConfig:
         if self._adopted is not None:
             return self._adopted
-        return read_config(self.config_files(options)[0])
+        ini, cnf = self.config_files(options)
+        cfg = read_config(ini)
+        # the SQL nodes' options the bounds derive from (ndb-wait-connected, ndb-wait-setup)
+        cfg.mysqld = server_options(parse_mycnf(Path(cnf).read_text(), str(cnf)))
+        return cfg
 
     def check_inventory(self, cluster: InventoryCluster) -> list[str]:
         """Read the running cluster's configuration on a management host (``liveconfig``), check

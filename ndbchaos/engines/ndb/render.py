@@ -12,6 +12,7 @@ import re
 
 from ...resources import COMPOSE_DIR
 from .config import NO_NODEGROUP, replace_prefix
+from .mycnf import canonical
 from .spec import LayoutSpec
 
 #: the default layout's subnet (ndb.yml), the prefix of the shipped templates' addresses
@@ -115,7 +116,31 @@ def my_cnf(spec: LayoutSpec, net: str = TEMPLATE_NET) -> str:
     cs = ",".join(f"{net}.{100 + nid}:1186" for role, _, nid, _ in spec.nodes() if role == "mgm")
     text = re.sub(r"(?m)^ndb-connectstring=.*$", f"ndb-connectstring={cs}", text)
     head = f"# ndbchaos NDB layout {spec}: /etc/my.cnf of every container, generated from ndb/my.cnf.\n"
-    return head + text.split("\n", 1)[1]
+    return head + _with_mysqld(text.split("\n", 1)[1], getattr(spec, "mysqld", None) or {},
+                               getattr(spec, "mycnf", ""))
+
+
+def _with_mysqld(text: str, options: dict, source: str) -> str:
+    """``text`` (a my.cnf) with ``options`` in its [mysqld] section: an option it sets already
+    takes the user's value in place, the others are added at the end of the section under a
+    comment naming ``source``."""
+    if not options:
+        return text
+    lines = text.split("\n")
+    start = next(i for i, ln in enumerate(lines) if ln.strip().lower() == "[mysqld]")
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("[")), len(lines))
+    left = dict(options)
+    for i in range(start + 1, end):
+        key = lines[i].split("=", 1)[0].strip()
+        if key and not key.startswith("#") and canonical(key) in left:
+            k = canonical(key)
+            v = left.pop(k)
+            lines[i] = f"{k}={v}" if v != "" else k
+    while end > start + 1 and not lines[end - 1].strip():
+        end -= 1
+    added = [f"# yours ({source}): the options that decide what your SQL nodes' clients see"] + [
+        f"{k}={v}" if v != "" else k for k, v in sorted(left.items())] if left else []
+    return "\n".join(lines[:end] + added + lines[end:])
 
 
 _HEAD = """\

@@ -14,6 +14,10 @@ What is replaced by the default layout's value (memory- and disk-sized, paths, p
 in node id order, each at 100 + NodeId in the cluster's /24). Anything else is named in
 ``changes`` as not reproduced. Refused, in one line: what the containers cannot be (a node id
 past 154, more nodes than the machine runs, node groups NDB would refuse, no SQL node).
+
+With the user's my.cnf (``--ndb-mycnf``), the SQL nodes get the [mysqld] options that decide what
+their clients see (``mycnf.KEPT``: waits for the cluster, connection pooling, NDB's reads and
+sends, timeouts, isolation); the others are named in ``changes``, as for config.ini.
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from pathlib import Path
 from ...errors import UsageError
 from ...resources import COMPOSE_DIR
 from .config import NO_NODEGROUP, parse_config_ini
+from .mycnf import read as read_mycnf
+from .mycnf import twin_mysqld
 from .spec import MAX_ADDRESS_NODE_ID, MAX_CONTAINERS, MAX_DATA_NODE_ID, MEMORY_CEILING_MIB, REPLICAS, estimate_mib
 
 #: data node parameters kept from the user's file: availability is decided by these
@@ -62,6 +68,8 @@ PLACES = {"datadir", "filesystempath", "backupdatadir", "filesystempathdd", "fil
 #: per node, besides its id, group and host: kept
 NODE_KEPT = {"nodeid", "id", "nodegroup", "hostname", "arbitrationrank", "arbitrationdelay"}
 _ROLE = {"MGM": "mgm", "NDB": "data", "API": "sql"}
+#: between the config.ini and the my.cnf of a twin's layout option: ``config=A.ini;mycnf=B.cnf``
+MYCNF_SEP = ";mycnf="
 
 
 @dataclass(frozen=True)
@@ -77,9 +85,11 @@ class TwinLayout:
     api_ids: list
     hosts: dict  # node id -> the user's host name (or "" for a slot of any host)
     changes: list = field(default_factory=list)
+    mysqld: dict = field(default_factory=dict)  # [mysqld] options kept from the user's my.cnf (mycnf.KEPT)
+    mycnf: str = ""  # the user's my.cnf (absolute path), when given
 
     def __str__(self) -> str:
-        return f"config={self.source}"
+        return f"config={self.source}" + (f"{MYCNF_SEP}{self.mycnf}" if self.mycnf else "")
 
     def nodes(self) -> list:
         return list(self.node_list)
@@ -126,9 +136,10 @@ def _connection_sections(text: str) -> list[str]:
                                                         re.I)})
 
 
-def twin_of(path: str | Path) -> TwinLayout:
-    """The twin of the cluster ``path`` (a config.ini) describes; UsageError (one line) when its
-    shape cannot be reproduced here or the file cannot be read."""
+def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayout:
+    """The twin of the cluster ``path`` (a config.ini) describes, its SQL nodes with the options of
+    ``mycnf_path`` (the user's my.cnf: ``mycnf.twin_mysqld``) when given; UsageError (one line) when
+    its shape cannot be reproduced here or a file cannot be read."""
     p = Path(path).expanduser()
     try:
         text = p.read_text()
@@ -242,9 +253,22 @@ def twin_of(path: str | Path) -> TwinLayout:
     for s in _connection_sections(text):
         changes.append(f"[{s}] sections not reproduced: the containers connect over NDB's default TCP "
                        "transporter on one bridge network")
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    mysqld, cnf_source, cnf_text = {}, "", ""
+    if mycnf_path:
+        cp = Path(mycnf_path).expanduser()
+        mysqld, cnf_changes = twin_mysqld(read_mycnf(cp))
+        changes += cnf_changes
+        pool = mysqld.get("ndb-cluster-connection-pool", "1")
+        if pool.isdigit() and int(pool) > 1:
+            need, have = int(pool) * count["sql"], count["sql"] + len(api_ids)
+            changes.append(f"[mysqld] ndb-cluster-connection-pool={pool}: each SQL node takes {pool} node ids, "
+                           f"{need} in all; your config.ini's [mysqld] and [api] slots give {have}"
+                           + ("" if have >= need else ": some connections find no free slot, as on your hosts, "
+                              "and the tools that need one (ndb_restore, ndbinfo_select_all) may find none"))
+        cnf_source, cnf_text = str(cp.resolve()), cp.read_text()
+    digest = hashlib.sha256((text + "\0" + cnf_text).encode()).hexdigest()[:12]
     return TwinLayout(str(p.resolve()), digest, replicas, tuple(nodes), ranks, params, sorted(api_ids), hosts,
-                      changes)
+                      changes, mysqld, cnf_source)
 
 
-__all__ = ["KEPT", "SCALED", "TwinLayout", "twin_of"]
+__all__ = ["KEPT", "MYCNF_SEP", "SCALED", "TwinLayout", "twin_of"]
