@@ -6,7 +6,10 @@
 
 Targets are node names or role selectors (see ``--help`` of a kind). The fault is verified
 (probed) before the command returns; then it is left in place: nothing is remembered in a file,
-``fault heal`` finds every trace (our iptables chains, paused or stopped containers, toxics).
+``fault heal`` finds every trace (our iptables chains, paused or stopped containers, toxics, the
+faults left in a data node's faultfs layer and a full disk's ballast).
+
+    ndbchaos fault slow-disk data3 --ms 500 --project X   # each write and fsync of data3 0.5 s late
 """
 
 from __future__ import annotations
@@ -17,10 +20,12 @@ import os
 import sys
 
 from ..errors import UsageError
+from ..faults import disk as DK
 from ..faults import netem as NE
 from ..faults import network as N
 from ..faults import node as ND
 from ..faults import state
+from ..faults import storage as ST
 from ..faults import targets as TG
 from ..faults import toxiproxy as TX
 from ..faults.base import FaultUnsupported
@@ -106,6 +111,19 @@ def register(sub) -> None:
         k.add_argument("--upstream", action="store_true", help="toxic on the client->server stream")
         for flag, typ, dflt in args:
             k.add_argument(flag, type=typ, default=dflt)
+    k = add("slow-disk", "delay a data node's file I/O in the faultfs layer over its disk (--data-disk)")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--ms", type=float, required=True, help="the delay of each call (a long one is a stall)")
+    k.add_argument("--calls", default="write,fsync", help="calls to delay: open,read,write,fsync (default write,fsync)")
+    k = add("failing-io", "fail a data node's file I/O in the faultfs layer over its disk (--data-disk)")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--call", default="write", choices=("open", "read", "write", "fsync"))
+    k.add_argument("--errno", default="EIO", choices=("EIO", "ENOSPC", "EROFS", "EDQUOT"))
+    k.add_argument("--p", type=float, default=1.0, help="probability each call fails (default 1)")
+    k.add_argument("--seed", type=int, default=0)
+    k = add("disk-full", "fill a data node's own disk (--data-disk), leaving --free-mb")
+    k.add_argument("target", help=tgt_help)
+    k.add_argument("--free-mb", type=int, default=0)
     add("heal", "remove every fault of the project and restart nodes that are down")
     p.set_defaults(func=run, _parser=p)
 
@@ -145,6 +163,12 @@ def _build(args, cluster):
     if k == "netem":
         return NE.Netem(cluster, t, delay_ms=args.delay_ms, jitter_ms=args.jitter_ms, loss_pct=args.loss_pct,
                         duplicate_pct=args.duplicate_pct, corrupt_pct=args.corrupt_pct, backend="native")
+    if k == "slow-disk":
+        return ST.SlowDisk(cluster, t, delay_ms=args.ms, calls=tuple(c for c in args.calls.split(",") if c))
+    if k == "failing-io":
+        return ST.FailingIO(cluster, t, call=args.call, errno=args.errno, p=args.p, seed=args.seed)
+    if k == "disk-full":
+        return DK.DiskFull(cluster, t, free_mb=args.free_mb)
     stream = "upstream" if getattr(args, "upstream", False) else "downstream"
     if k == "latency":
         return TX.Latency(cluster, t, latency_ms=args.ms, jitter_ms=args.jitter_ms, stream=stream)

@@ -23,7 +23,7 @@ from .. import topology as TP
 from ..cluster import ComposeCluster
 from ..engines import get_engine
 from ..errors import NdbChaosError, UsageError
-from . import netem, netns
+from . import netem, netns, storage
 from . import toxiproxy as TX
 
 DOWN_STATES = ("exited", "dead", "created")
@@ -114,6 +114,7 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
                 if f" {netem.HANDLE}:" in line or f" {netem.PUMBA_HANDLE}:" in line:
                     found.append({"kind": "netem", "node": name, "detail": line.strip()})
     found += _toxiproxy_state(cluster)
+    found += storage.active(cluster.project)
     return found
 
 
@@ -191,7 +192,9 @@ def heal(cluster) -> list[str]:
         pass
     except TX.ToxiproxyError as e:
         done.append(f"toxiproxy reset failed: {e}")
-    # 6. nodes that are down come back by the engine's node recovery
+    # 6. storage faults: the faultfs layers cleared, ballasts deleted
+    done += storage.clear(cluster.project)
+    # 7. nodes that are down come back by the engine's node recovery
     down = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) in DOWN_STATES]
     if down:
         cluster.engine.recover_nodes(cluster, down)

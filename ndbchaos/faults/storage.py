@@ -23,6 +23,7 @@ from ..errors import NdbChaosError
 from ..faultfs import Failure, Faults
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective
+from .disk import BALLAST
 from .node import DOWN, Kill
 
 #: how long the node gets to meet the fault: NDB writes and syncs its REDO log at every global
@@ -241,4 +242,64 @@ def _layers_of(fault) -> dict[str, Path]:
     return out
 
 
-__all__ = ["FailingIO", "PowerLoss", "SlowDisk"]
+def _layers(project: str) -> dict[str, Path]:
+    """service -> the control socket of each faultfs layer of ``project``'s disks."""
+    root = disks.project_dir(project)
+    if not root.is_dir():
+        return {}
+    return {d.name[:-len(".disk")]: root / (d.name[:-len(".disk")] + ".sock")
+            for d in sorted(root.iterdir()) if d.name.endswith(".disk") and d.is_dir()}
+
+
+def active(project: str) -> list[dict]:
+    """The storage faults left in ``project``'s layers and disks (a detached fault, a controller
+    killed mid-run): [{kind, node, detail}] as ``ndbchaos status`` lists faults."""
+    out = []
+    for svc, sock in _layers(project).items():
+        try:
+            st = faultfs.status(sock)
+        except NdbChaosError as e:
+            out.append({"kind": "storage", "node": svc, "detail": f"faultfs layer not answering: {e}"})
+            continue
+        what = [f"{c} {ms:g} ms late" for c, ms in st["delay_ms"].items()]
+        what += [f"{c} fails with {f['errno']} (p {f['p']:g})" for c, f in st["fail"].items()]
+        what += ["unsynced writes kept"] * bool(st["lazy"]) + ["power cut"] * bool(st["cut"])
+        if what:
+            out.append({"kind": "storage", "node": svc, "detail": "faultfs: " + ", ".join(what)})
+    for svc, ballast in _ballasts(project):
+        mb = ballast.stat().st_size // 2**20
+        out.append({"kind": "disk_full", "node": svc, "detail": f"ballast {mb} MB on its disk"})
+    return out
+
+
+def _ballasts(project: str) -> list[tuple[str, Path]]:
+    """(service, ballast) of each disk of ``project`` that holds one (on the disk itself, not seen
+    again through the layer over it)."""
+    root = disks.project_dir(project)
+    if not root.is_dir():
+        return []
+    out = []
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        if not d.name.endswith(".disk") and (root / f"{d.name}.disk").is_dir():
+            continue  # a layer: its ballast is the disk's below it
+        if (d / BALLAST).exists():
+            out.append((d.name.removesuffix(".disk"), d / BALLAST))
+    return out
+
+
+def clear(project: str) -> list[str]:
+    """Remove every storage fault of ``project``: clear each layer, delete each ballast; what was done."""
+    done = []
+    for f in active(project):
+        if f["kind"] == "storage" and "not answering" not in f["detail"]:
+            faultfs.set_faults(_layers(project)[f["node"]], Faults())
+            done.append(f"cleared the faultfs layer of {f['node']} ({f['detail'].removeprefix('faultfs: ')})")
+        elif f["kind"] == "disk_full":
+            for svc, b in _ballasts(project):
+                if svc == f["node"]:
+                    b.unlink(missing_ok=True)
+            done.append(f"removed the ballast on {f['node']}'s disk")
+    return done
+
+
+__all__ = ["FailingIO", "PowerLoss", "SlowDisk", "active", "clear"]

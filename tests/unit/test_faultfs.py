@@ -244,3 +244,36 @@ def test_a_storage_fault_refuses_a_node_without_a_layer(tmp_path, monkeypatch):
     with pytest.raises(NdbChaosError, match="window_s"):
         S.PowerLoss(cl, ["data1"], window_s=0)
     assert not disks.layered("ndbchaos-t9")
+
+
+def test_a_fault_left_in_a_layer_is_listed_and_cleared(tmp_path, monkeypatch):
+    """What a detached fault (``ndbchaos fault slow-disk``) or a killed controller leaves in a
+    project's layers and disks: ``status`` lists it, ``fault heal`` removes it."""
+    monkeypatch.setenv("NDBCHAOS_DISKS", str(tmp_path / "disks"))
+    root = disks.project_dir("ndbchaos-t8")
+    root.mkdir(parents=True)
+    own = _mount_at(root, "data2")
+    try:
+        assert S.active("ndbchaos-t8") == []
+        faultfs.set_faults(own.sock, Faults(delay_ms={"fsync": 500}, fail={"write": Failure("EIO", 0.5)}))
+        (own.backing / ".ndbchaos-ballast").write_bytes(b"\0" * 2**20)
+        found = S.active("ndbchaos-t8")
+        assert found == [
+            {"kind": "storage", "node": "data2", "detail": "faultfs: fsync 500 ms late, write fails with EIO (p 0.5)"},
+            {"kind": "disk_full", "node": "data2", "detail": "ballast 1 MB on its disk"}]
+        done = S.clear("ndbchaos-t8")
+        assert done == ["cleared the faultfs layer of data2 (fsync 500 ms late, write fails with EIO (p 0.5))",
+                        "removed the ballast on data2's disk"]
+        assert S.active("ndbchaos-t8") == [] and not (own.backing / ".ndbchaos-ballast").exists()
+    finally:
+        faultfs.unmount(root, "data2", own.mnt)
+
+
+def _mount_at(root, svc):
+    """A layer laid out as ``disks.make`` lays it out: ``<svc>.disk`` below, ``<svc>`` the mount."""
+    if faultfs.unavailable() or os.geteuid() != 0:
+        _mount(root)  # skips (or fails under CI) with the reason
+    backing, mnt = root / f"{svc}.disk", root / svc
+    backing.mkdir()
+    faultfs.mount(root, svc, backing, mnt)
+    return SimpleNamespace(backing=backing, mnt=mnt, sock=root / f"{svc}.sock")
