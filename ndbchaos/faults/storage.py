@@ -30,6 +30,8 @@ from .node import DOWN, Kill
 #: checkpoint (TimeBetweenGlobalCheckpoints, 2 s by default) under a write load; 10 s holds
 #: several of them on a loaded 2-core host
 MEET_TIMEOUT_S = 10.0
+#: how long the calls a heal woke may take to leave their wait (they need the layer's lock)
+HEAL_TIMEOUT_S = 2.0
 
 
 def _service(node) -> str:
@@ -89,7 +91,11 @@ class _LayerFault(Fault):
     def _verify_healed(self) -> str:
         out = []
         for n, s in self.layers.items():
+            # a call woken by the heal leaves its wait once it has the layer's lock again
             st = faultfs.status(s)
+            if st["waiting"]:
+                wait_until(lambda: not faultfs.status(s)["waiting"], HEAL_TIMEOUT_S)
+                st = faultfs.status(s)
             if st["delay_ms"] or st["fail"] or st["lazy"] or st["waiting"]:
                 raise FaultNotEffective(f"{n}: its layer still has faults (delay {st['delay_ms']}, fail {st['fail']}, "
                                         f"lazy {st['lazy']}, {st['waiting']} call(s) waiting)")
@@ -150,12 +156,12 @@ class PowerLoss(Kill):
 
     The layer keeps each node's writes in memory until they are synced (``lazy``) for
     ``window_s`` under the running load (the preparation: the fault window opens after it). Then
-    the cut waits for a moment when some node holds
-    written but unsynced data (NDB writes its REDO log at each global checkpoint and syncs it at
-    once: a kill at a random moment mostly finds nothing unsynced), stalls every sync at that
-    moment (so the global checkpoint in flight cannot complete), kills every target (SIGKILL,
-    together) and drops every write not synced. Healed by clearing the layers and starting the
-    nodes again (the engine's recovery: NDB's system restart from what was synced)."""
+    the cut waits for a moment when some node holds written but unsynced data (NDB writes its
+    REDO log at each global checkpoint and syncs it at once: a kill at a random moment mostly
+    finds nothing unsynced), stalls every sync at that moment (so the global checkpoint in flight
+    cannot complete), kills every target (SIGKILL, together) and drops every write not synced.
+    Healed by clearing the layers and starting the nodes again (the engine's recovery: NDB's
+    system restart from what was synced)."""
 
     kind = "power_loss"
     #: the sync stall of the cut: longer than any kill takes (the cut ends it)
