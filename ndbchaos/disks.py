@@ -149,10 +149,18 @@ def layer_of(project: str, service: str) -> Path | None:
     return sock if (mnt.parent / f"{service}.disk").is_dir() and sock.exists() else None
 
 
+def layers(project: str) -> dict[str, Path]:
+    """service -> the control socket of the faultfs layer over each of the project's disks."""
+    root = project_dir(project)
+    if not root.is_dir():
+        return {}
+    return {d.name.removesuffix(".disk"): root / f"{d.name.removesuffix('.disk')}.sock"
+            for d in sorted(root.iterdir()) if d.name.endswith(".disk") and d.is_dir()}
+
+
 def layered(project: str) -> bool:
     """Whether the project's disks carry the faultfs layer."""
-    root = project_dir(project)
-    return root.is_dir() and any(p.name.endswith(".disk") for p in root.iterdir())
+    return bool(layers(project))
 
 
 def usage(path: Path) -> tuple[int, int]:
@@ -203,5 +211,5 @@ def projects() -> list[str]:
     return sorted(p.name for p in d.iterdir() if p.is_dir()) if d.is_dir() else []
 
 
-__all__ = ["DATA_PATH", "disk_of", "disks_dir", "layer_of", "layered", "make", "mount_of", "mounted", "parse_size_mb",
-           "projects", "release", "unavailable", "usage"]
+__all__ = ["DATA_PATH", "disk_of", "disks_dir", "layer_of", "layered", "layers", "make", "mount_of", "mounted",
+           "parse_size_mb", "projects", "release", "unavailable", "usage"]

@@ -18,13 +18,13 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import disks, faultfs, runtime
+from .. import disks, faultfs
 from ..errors import NdbChaosError
 from ..faultfs import Failure, Faults
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective
 from .disk import BALLAST
-from .node import DOWN, Kill
+from .node import Kill
 
 #: how long the node gets to meet the fault: NDB writes and syncs its REDO log at every global
 #: checkpoint (TimeBetweenGlobalCheckpoints, 2 s by default) under a write load; 10 s holds
@@ -213,9 +213,6 @@ class PowerLoss(Kill):
             time.sleep(self.SIGNAL_S)
             self.dropped = {n: faultfs.drop(s, cut=True) for n, s in self.layers.items()}
             kill.result()
-        for t in self.targets:
-            c = self.cluster.container(t)
-            wait_until(lambda: runtime.container_state(c) in DOWN, 10.0)
 
     def _verify_applied(self) -> str:
         killed = super()._verify_applied()
@@ -248,20 +245,11 @@ def _layers_of(fault) -> dict[str, Path]:
     return out
 
 
-def _layers(project: str) -> dict[str, Path]:
-    """service -> the control socket of each faultfs layer of ``project``'s disks."""
-    root = disks.project_dir(project)
-    if not root.is_dir():
-        return {}
-    return {d.name[:-len(".disk")]: root / (d.name[:-len(".disk")] + ".sock")
-            for d in sorted(root.iterdir()) if d.name.endswith(".disk") and d.is_dir()}
-
-
 def active(project: str) -> list[dict]:
     """The storage faults left in ``project``'s layers and disks (a detached fault, a controller
     killed mid-run): [{kind, node, detail}] as ``ndbchaos status`` lists faults."""
     out = []
-    for svc, sock in _layers(project).items():
+    for svc, sock in disks.layers(project).items():
         try:
             st = faultfs.status(sock)
         except NdbChaosError as e:
@@ -298,7 +286,7 @@ def clear(project: str) -> list[str]:
     done = []
     for f in active(project):
         if f["kind"] == "storage" and "not answering" not in f["detail"]:
-            faultfs.set_faults(_layers(project)[f["node"]], Faults())
+            faultfs.set_faults(disks.layers(project)[f["node"]], Faults())
             done.append(f"cleared the faultfs layer of {f['node']} ({f['detail'].removeprefix('faultfs: ')})")
         elif f["kind"] == "disk_full":
             for svc, b in _ballasts(project):
