@@ -6,6 +6,7 @@ by their line here, ``HELP`` (a new command adds its line).
 """
 
 HELP = {
+    "baseline": "measure a layout's steady throughput, latency and resources with no fault",
     "bench": "measure this load generator against sysbench (and the checker's speed)",
     "check": "check a recorded history file and print the verdict as JSON",
     "events": "parse an NDB cluster/data node log or a mariadbd error log into JSON events",

@@ -11,9 +11,12 @@ are CI's subset of the storage scenarios: one data node lost as every one of its
 (it shuts itself down; two of three left), another as its disk fills (which it must see), and
 the whole node group as every data node loses power with the writes none had synced, after
 which the system restart may lose only the GCP window. (A plain kill of one data node is the
-first run's; here it would repeat the failing writes' rule at a minute's cost.)"""
+first run's; here it would repeat the failing writes' rule at a minute's cost.) The cluster is kept
+for a short `ndbchaos baseline --project` on it, then reaped."""
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -33,11 +36,29 @@ def test_one_nodegroup_of_three_replicas(tmp_path):
     results = tmp_path / "allure-results"
     r = run_pytest(["scenarios", "-m", "not slow", "-k", " or ".join(f"[{n}]" for n in SCENARIOS),
                     "--engine", "ndb", "--ndb-layout", SPEC, "--data-disk", "512M", "-p", "no:cacheprovider", "-q",
-                    "--alluredir", str(results)], timeout=1100)
+                    "--keep-cluster", "--alluredir", str(results)], timeout=1100)
     out = r.stdout + r.stderr
-    assert r.returncode == 0, out[-4000:]
     project = project_of(out)
-    assert project, out[-2000:]
+    try:
+        assert r.returncode == 0, out[-4000:]
+        assert project, out[-2000:]
+        # the layout's steady figures on the same cluster (`ndbchaos baseline --project`): every SQL
+        # node served both workloads with no failure, and each role's containers were measured
+        figures = tmp_path / "baseline.json"
+        b = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "baseline", "--project", project, "--seconds", "3",
+                            "--warmup", "1", "--json", str(figures)], capture_output=True, text=True, timeout=300)
+        assert b.returncode == 0, (b.stdout + b.stderr)[-3000:]
+        steady = {x["workload"]: x for x in json.loads(figures.read_text())["results"]}
+        assert sorted(steady) == ["fakebook", "pk_update"], b.stdout
+        for name, x in steady.items():
+            assert x["ok"] > 0 and x["failed"] == 0 and sorted(x["per_node"]) == ["sql1", "sql2"], (name, x)
+            assert 0 < x["p50_ms"] <= x["p99_ms"] <= x["max_ms"], (name, x)
+            assert x["roles"]["data"]["containers"] == 3 and x["roles"]["data"]["memory_mib"] > 0, (name, x)
+            assert x["roles"]["sql"]["containers"] == 2 and x["roles"]["data"]["cpu_cores"] > 0, (name, x)
+    finally:
+        if project:
+            subprocess.run([sys.executable, "-m", "ndbchaos.cli", "reap", "--project", project],
+                           capture_output=True, text=True, timeout=300)
     assert labelled("ps", project) == [] and labelled("network", project) == [], "cluster left behind"
     assert project not in disks.projects()
 
