@@ -59,6 +59,7 @@ class Scenario:
     elsewhere: str = ""  # why it does not on the others (the skip reason)
     needs_disk: bool = False  # its fault fills a data node's bounded disk (the cluster started with --data-disk)
     needs_layer: bool = False  # its fault acts in the faultfs layer over that disk (ndbchaos.faultfs)
+    needs: Callable | None = None  # (cluster) -> why this cluster's layout cannot play it (None: it can)
 
     def skip_reason(self, engine: str) -> str | None:
         """Why this scenario does not run on ``engine`` (None: it does)."""
@@ -73,8 +74,9 @@ class Scenario:
 
     def why_not_on(self, cluster: ClusterHandle) -> str | None:
         """Why this scenario cannot be played on ``cluster`` (None: it can): it is not for the
-        cluster's engine, or its clients must go through a toxiproxy, which only a Compose project
-        (the container backend) places in front of the SQL nodes."""
+        cluster's engine, its clients must go through a toxiproxy, which only a Compose project
+        (the container backend) places in front of the SQL nodes, it needs a disk or layer the
+        cluster lacks, or its ``needs`` says the layout has no such target."""
         why = self.skip_reason(cluster.engine.name)
         if why is None and self.route(cluster) and not isinstance(cluster, ComposeProject):
             why = (f"{self.name}: its clients go through a toxiproxy in front of the SQL nodes, which only the "
@@ -88,6 +90,8 @@ class Scenario:
         if why is None and self.needs_layer and not disks.layered(cluster.project):
             why = (f"{self.name}: its fault acts in the faultfs layer over a data node's disk, and this cluster's "
                    f"disks have none ({faultfs.unavailable() or 'made without it'})")
+        if why is None and self.needs is not None:
+            why = self.needs(cluster)
         return why
 
     def __repr__(self) -> str:

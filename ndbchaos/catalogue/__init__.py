@@ -17,7 +17,7 @@ helpers:
 from __future__ import annotations
 
 from .helpers import (every_data_node, every_mgm_node, lose_one_sql_node, masters, one_data_node, one_nodegroup,
-                      one_per_nodegroup, one_sql_node, params, sql_only)
+                      one_per_nodegroup, one_sql_node, params, replicated, sql_only)
 
 #: the modules of the catalogue, in the order of the README's table
 MODULES = ("test_datanode_loss", "test_nodegroup_loss", "test_mgmnode_loss", "test_sqlnode_loss", "test_partition",
@@ -36,4 +36,5 @@ def declarations() -> list[tuple[str, object]]:
 
 
 __all__ = ["MODULES", "declarations", "every_data_node", "every_mgm_node", "lose_one_sql_node", "masters",
-           "one_data_node", "one_nodegroup", "one_per_nodegroup", "one_sql_node", "params", "sql_only"]
+           "one_data_node", "one_nodegroup", "one_per_nodegroup", "one_sql_node", "params", "replicated",
+           "sql_only"]

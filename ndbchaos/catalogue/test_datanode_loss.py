@@ -18,13 +18,18 @@ from __future__ import annotations
 
 import pytest
 
-from ndbchaos.catalogue import every_data_node, masters, one_data_node, one_per_nodegroup, params
+from ndbchaos.catalogue import every_data_node, masters, one_data_node, one_per_nodegroup, params, replicated
 from ndbchaos.driver import Scenario, seeded
 from ndbchaos.faults.mgm import KillDuringBackup, MgmRestart, RollingRestart
 from ndbchaos.faults.node import Kill, KillDuringRecovery, KillInTurn, Pause, Stop
 
 NO_GROUPS = "Galera has one group holding every replica and no master: its data node losses are the quorum cases above"
 NO_MGM = "a management-client restart (ndb_mgm) is NDB's; Galera has no management server"
+#: NDB refuses a graceful stop or restart (ndb_mgm 'N STOP', 'N RESTART') that would stop the
+#: cluster: on a one-replica layout, 9.7.2 said "Node shutdown would cause system crash" (5028)
+#: to 'N STOP' and 'N RESTART -i' (docs/ndb.md, "The catalogue over layouts")
+REFUSED = replicated("NDB refuses a graceful stop or restart of a node whose loss would stop the cluster (5028)")
+SECOND_LOSS = replicated("its second kill needs the first loss survived")
 
 #: the start phases a node restart reports ("Last completed phase N") that the seeded second kill
 #: chooses from (NDB's own catalogue kills a restarting node in each of its start phases). A
@@ -42,7 +47,7 @@ SCENARIOS = [
              fault=lambda c, rng: Pause(c, one_data_node(c, rng)), expectation_kw={"frozen": True}),
     # The node says goodbye: Galera's leave, NDB's 'N STOP' (its work handed over).
     Scenario("graceful_stop_one_data_node", "datanode_loss", "graceful stop of one data node, then node restart",
-             fault=lambda c, rng: Stop(c, one_data_node(c, rng)), expectation_kw={"graceful": True}),
+             fault=lambda c, rng: Stop(c, one_data_node(c, rng)), expectation_kw={"graceful": True}, needs=REFUSED),
     # NDB's RestartNFDuringNR: killed a second time during its own recovery.
     Scenario("kill_again_while_recovering", "datanode_loss",
              "kill one data node, restart it, kill it again while it rejoins",
@@ -58,7 +63,8 @@ SCENARIOS = [
     # NDB's catalogue: kill the master, then the new master once it has taken over.
     Scenario("kill_master_then_new_master", "datanode_loss",
              "SIGKILL the master, then the node that took over: the third in succession is master",
-             fault=lambda c, rng: KillInTurn(c, masters(c, 2)), engines=("ndb",), elsewhere=NO_GROUPS),
+             fault=lambda c, rng: KillInTurn(c, masters(c, 2)), engines=("ndb",), elsewhere=NO_GROUPS,
+             needs=SECOND_LOSS),
     # NdbRestarts TwoNodeFailure: one node of each of two node groups at the same moment. Half
     # the data nodes are left, every group still has one: the survivors must ask the arbitrator.
     Scenario("kill_two_data_nodes_different_nodegroups", "datanode_loss",
@@ -70,7 +76,7 @@ SCENARIOS = [
     Scenario("kill_two_data_nodes_seconds_apart", "datanode_loss",
              "SIGKILL one data node in each of two node groups, 2 s apart",
              fault=lambda c, rng: KillInTurn(c, one_per_nodegroup(c, rng), gap_s=2.0),
-             expectation="two_datanodes_different_ng", engines=("ndb",), elsewhere=NO_GROUPS),
+             expectation="two_datanodes_different_ng", engines=("ndb",), elsewhere=NO_GROUPS, needs=SECOND_LOSS),
     # NDB's catalogue: the second kill lands in a start phase drawn with the run's seed (recorded
     # in the fault window with the phase the node had reached).
     Scenario("kill_again_in_start_phase", "datanode_loss",
@@ -81,12 +87,13 @@ SCENARIOS = [
     Scenario("initial_restart_one_data_node", "datanode_loss",
              "ndb_mgm 'N RESTART -i': initial node restart of one data node under load",
              fault=lambda c, rng: MgmRestart(c, one_data_node(c, rng), initial=True),
-             engines=("ndb",), elsewhere=NO_MGM),
+             engines=("ndb",), elsewhere=NO_MGM, needs=REFUSED),
     # ndb_mgm 'N RESTART -n': the node stops and waits in 'not started' until 'N START' (the heal).
     Scenario("restart_one_data_node_nostart_then_start", "datanode_loss",
              "ndb_mgm 'N RESTART -n', held in 'not started', then 'N START'",
              fault=lambda c, rng: MgmRestart(c, one_data_node(c, rng), nostart=True),
-             expectation_kw={"held_s": 8.0}, hold_s=10.0, engines=("ndb",), elsewhere=NO_MGM, slow=True),
+             expectation_kw={"held_s": 8.0}, hold_s=10.0, engines=("ndb",), elsewhere=NO_MGM, slow=True,
+             needs=REFUSED),
     # NDB's catalogue: fifty percent of the data nodes aborted (one per node group, 'RESTART -n -a'),
     # then started. Half the nodes with every group represented: the survivors ask the arbitrator.
     Scenario("abort_half_the_data_nodes_then_start", "datanode_loss",
@@ -101,12 +108,13 @@ SCENARIOS = [
              "START BACKUP, then SIGKILL one data node while it runs: backup aborted, data served",
              fault=lambda c, rng: KillDuringBackup(c, one_data_node(c, rng), ballast_mb=16),
              expectation_kw={"during_backup": True},
-             engines=("ndb",), elsewhere="an NDB online backup (START BACKUP) has no Galera counterpart here"),
+             engines=("ndb",), elsewhere="an NDB online backup (START BACKUP) has no Galera counterpart here",
+             needs=replicated("the backup's abort is logged by the data nodes that survive the kill")),
     # An operator's rolling restart: every data node 'N RESTART' in turn under load. Zero outage.
     Scenario("rolling_restart_under_load", "datanode_loss",
              "rolling restart of every data node (ndb_mgm 'N RESTART', one at a time): zero outage",
              fault=lambda c, rng: RollingRestart(c, every_data_node(c)), expectation="rolling_restart",
-             hold_s=1.0, engines=("ndb",), elsewhere=NO_MGM, slow=True),
+             hold_s=1.0, engines=("ndb",), elsewhere=NO_MGM, slow=True, needs=REFUSED),
 ]
 
 

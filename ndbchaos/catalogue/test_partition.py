@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import pytest
 
-from ndbchaos.catalogue import masters, one_data_node, one_sql_node, params
+from ndbchaos.catalogue import masters, one_data_node, one_sql_node, params, replicated
 from ndbchaos.driver import Scenario
 from ndbchaos.faults.network import Isolate, NodeGroupSplit, OneWay
 
 pytestmark = [pytest.mark.partition, pytest.mark.docker]
+
+#: a node group of one member cannot be split in two
+SPLIT = replicated("a node group split needs two members in a node group")
 
 SCENARIOS = [
     Scenario("isolate_one_data_node", "partition", "isolate one data node from every other member",
@@ -40,12 +43,12 @@ SCENARIOS = [
     # Every node group split across the two sides, the arbitrator with side A: A wins.
     Scenario("split_nodegroup_arbitrator_on_one_side", "partition",
              "split the node group(s) in two, arbitrator on one side",
-             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="a")),
+             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="a"), needs=SPLIT),
     # The arbitrator reachable from neither side: no side may continue (NDB: both shut down
     # with 2305; Galera: no component has a majority of votes).
     Scenario("split_nodegroup_arbitrator_isolated", "partition",
              "split the node group(s) in two, arbitrator isolated from both",
-             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="none")),
+             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="none"), needs=SPLIT),
 ]
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import pytest
 
 from ndbchaos.catalogue import (lose_one_sql_node, masters, one_data_node, one_nodegroup, one_per_nodegroup,
-                              params, sql_only)
+                              params, replicated, sql_only)
 from ndbchaos.driver import Scenario
 from ndbchaos.faults.network import NodeGroupSplit
 from ndbchaos.faults.node import Kill, Pause
@@ -74,7 +74,8 @@ SCENARIOS = [
              **LOCKING),
     Scenario("txn_split_nodegroup_arbitrator_on_one_side", "partition",
              "transactions (plain reads) while the node groups are split, the arbitrator on one side",
-             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="a"), slow=True, **PLAIN),
+             fault=lambda c, rng: NodeGroupSplit(c, arbitrator="a"), slow=True,
+             needs=replicated("a node group split needs two members in a node group"), **PLAIN),
     # The SQL node dies with transactions open on it: those in COMMIT are of unknown outcome.
     Scenario("txn_lose_one_sql_node", "sqlnode_loss",
              "transactions (plain reads) while one SQL node is lost mid-transaction",

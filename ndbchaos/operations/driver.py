@@ -44,19 +44,12 @@ class Operation(Scenario):
     """A procedure under load (``procedure(cluster, rng) -> Procedure``), optionally with a fault
     (``fault(cluster, rng)``, as a scenario's) injected ``fault_delay_s`` into step
     ``fault_step`` and judged as the family ``expectation`` names (e.g. ``datanode_loss``).
-    ``needs(cluster)``: why this cluster cannot play it (None: it can)."""
+    ``needs(cluster)`` (a scenario's): why this cluster cannot play it (None: it can)."""
     fault: Callable = _no_fault
     procedure: Callable | None = None
     fault_step: str | None = None
     fault_delay_s: float = 1.0
     fault_when: Callable | None = None  # (Context) -> bool: the fault waits for it, then fault_delay_s
-    needs: Callable | None = None
-
-    def why_not_on(self, cluster) -> str | None:
-        why = super().why_not_on(cluster)
-        if why is None and self.needs is not None:
-            why = self.needs(cluster)
-        return why
 
 
 def play(run, op: Operation):

@@ -3,6 +3,9 @@
 import pytest
 
 from ndbchaos import topology as TP
+from ndbchaos.catalogue import replicated
+from ndbchaos.catalogue.test_datanode_loss import SCENARIOS as LOSS
+from ndbchaos.catalogue.test_partition import SCENARIOS as SPLITS
 from ndbchaos.errors import UsageError
 from ndbchaos.faults import targets as TG
 from ndbchaos.topology import Node, Topology
@@ -128,3 +131,23 @@ def test_resolve_mixes_and_dedups_and_records_selection():
     assert params["selection"][1]["selector"] == "nodegroup 0"
     nodes, params = TG.resolve(c, c.topology.node("sql2"))
     assert names(nodes) == ["sql2"] and params == {}
+
+
+def test_a_premise_of_survival_skips_on_one_replica_per_node_group():
+    """``needs=replicated(...)``: a scenario whose premise is a data node's loss survived skips,
+    with its premise and why, where every node group has one member; runs where a group has two."""
+    needs = replicated("its second kill needs the first loss survived")
+    two = ndb_cluster()
+    one = FakeCluster([Node(f"data{i}", TP.DATA, f"c-data{i}", nodegroup=i - 1, nodeid=10 + i) for i in (1, 2)])
+    assert needs(two) is None
+    why = needs(one)
+    assert why.startswith("its second kill needs the first loss survived;") and "NoOfReplicas=1" in why
+    by_name = {sc.name: sc for sc in LOSS + SPLITS}
+    skipped = {"graceful_stop_one_data_node", "kill_master_then_new_master", "kill_two_data_nodes_seconds_apart",
+               "initial_restart_one_data_node", "kill_data_node_during_backup",
+               "restart_one_data_node_nostart_then_start", "rolling_restart_under_load",
+               "split_nodegroup_arbitrator_on_one_side", "split_nodegroup_arbitrator_isolated"}
+    for name, sc in by_name.items():
+        reason = sc.needs(one) if sc.needs else None
+        assert (reason is not None) == (name in skipped), (name, reason)
+        assert sc.needs is None or sc.needs(two) is None, name
