@@ -60,6 +60,10 @@ def test_partition_bounds_follow_the_heartbeat_ring():
     assert R.partition_bounds(tm, 3, 1) == (3 * 5 + 3 + R.OBSERVATION_SLACK, 3 * 5 + 3 + R.OBSERVATION_SLACK)
     # a half of a 2/2 split: its peer finds the president's shutdown one round later
     assert R.partition_bounds(tm, 2, 2) == (2 * 5 + 3 + R.OBSERVATION_SLACK, 3 * 5 + 3 + R.OBSERVATION_SLACK)
+    # a half of a 4/4 split: its three peers shut down one after the other, a round each (9.7.2:
+    # 20.2 s for the president, then 25.2, 27.9, 32.6 s; the old bound of one round was 30 s)
+    assert R.partition_bounds(tm, 4, 4) == (4 * 5 + 3 + R.OBSERVATION_SLACK, 7 * 5 + 3 + R.OBSERVATION_SLACK)
+    assert R.partition_bounds(tm, 4, 4)[1] > 32.6
 
 
 # -- partition_outcome ----------------------------------------------------------------------------
