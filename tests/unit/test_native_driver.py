@@ -109,7 +109,7 @@ def _run(name, endpoints, seconds=0.3, **opts):
     threading.Timer(seconds, stop.set).start()
     o = R.ClientOptions(engine="galera", driver="native", backoff_min=0.01, backoff_max=0.02, **opts)
     rec = Recorder()
-    live = [-1.0] * len(endpoints)
+    live = [-1.0] * (4 * len(endpoints))  # a row per connection (4 slots), as WorkloadRunner.live
     idx = {e.node: i for i, e in enumerate(endpoints)}
     count = N.connection_loop(get_workload(name, table_size=100), 1, 4, endpoints, o, time.monotonic(), stop,
                               rec, live, idx)
@@ -119,7 +119,7 @@ def _run(name, endpoints, seconds=0.3, **opts):
 @pytest.mark.parametrize("name", ["oltp_point_select", "oltp_update_non_index"])
 def test_connect_refused_is_a_recorded_failure_never_an_indeterminate_write(native_lib, name):
     count, ops, live = _run(name, [R.Endpoint("a", _closed_port())])
-    assert count == 0 and len(ops) >= 3 and live == [-1.0]
+    assert count == 0 and len(ops) >= 3 and live == [-1.0] * 4
     for o in ops:
         assert o.type == "fail" and o.process == 1 and o.node == "a"  # never sent: not retired
         assert o.error.errno in (2002, 2003) and o.error.cls == "temporary" and o.error.message

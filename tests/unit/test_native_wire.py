@@ -34,7 +34,7 @@ def _run(fake, name, until, table_size=100, timeout=10.0):
 
     threading.Thread(target=watch, daemon=True).start()
     wl = get_workload(name, table_size=table_size, create=False)
-    count = N.connection_loop(wl, 1, 4, [R.Endpoint("a", fake.port)], o, time.monotonic(), stop, rec, [-1.0],
+    count = N.connection_loop(wl, 1, 4, [R.Endpoint("a", fake.port)], o, time.monotonic(), stop, rec, [-1.0] * 4,
                               {"a": 0})
     fake.close()
     return count, list(History.merge("oltp", {}, [rec])), wl

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from ndbchaos.clock import RunClock
 from ndbchaos.history import History, Recorder
 from ndbchaos.workload import runner as R
 from ndbchaos.workload.ledger import Ledger
@@ -169,3 +170,24 @@ def test_both_drivers_follow_the_same_contract():
     from ndbchaos.workload import native
     assert "failure(" in inspect.getsource(R._connection_loop)
     assert "failure(" in inspect.getsource(native.connection_loop)
+
+
+def test_each_connection_keeps_its_own_last_success_and_the_runner_takes_the_latest(monkeypatch):
+    """A shared slot per SQL node let a connection whose success came first overwrite a later
+    one's: the crash mark of a run fell 0.2 ms before its last acknowledged insert (CI, 9.7.2).
+    Each connection writes its own row; ``last_ok`` is the latest over the rows."""
+    stop = threading.Event()
+    script = Script({1: [None, None], 2: []}, stop, 2)
+    monkeypatch.setattr(R, "connect", script.connect)
+    eps = [R.Endpoint("a", 1), R.Endpoint("b", 2)]
+    live = [-1.0] * 8  # 4 connections x 2 SQL nodes
+    R._connection_loop(Ledger(), 2, 4, eps, R.ClientOptions(engine="galera", backoff_min=0.0, backoff_max=0.0),
+                       time.monotonic(), stop, Recorder(), live, {"a": 0, "b": 1})
+    assert [i for i, v in enumerate(live) if v != -1.0] == [4]  # slot 2's row, node a
+
+    runner = R.WorkloadRunner(Ledger(), eps, RunClock(), processes=2, connections=2)
+    assert len(runner.live) == 8
+    runner.live[0 * 2 + 0] = 733.938229  # slot 0 succeeded last on a ...
+    runner.live[3 * 2 + 0] = 733.938030  # ... slot 3 just before it, and wrote later
+    runner.live[1 * 2 + 1] = 5.0
+    assert runner.last_ok("a") == 733.938229 and runner.last_ok("b") == 5.0

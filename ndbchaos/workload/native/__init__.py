@@ -21,7 +21,7 @@ classification of every failure by ``ndbchaos.classify`` (in Python: the C loop 
 failure), retirement of a process after an indeterminate write, closing the connection and
 failover on the same errors, retries of temporary errors, backoff doubling up to
 ``backoff_max``, the open-loop rate, and the live array (the C loop stores the end time of each
-successful op into the worker's shared ``live`` slot of its node).
+successful op into its connection's row of the shared ``live`` array, at its node).
 
 How: ``ndc_run`` runs operations until its column buffers (start, end, row id; ``BATCH``
 entries) are full, the stop flag is set or an operation failed, with the GIL released (ctypes).
@@ -309,10 +309,11 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
     lib.ndc_seed(ctypes.byref(s), ((opts.seed << 20) ^ slot) & (2**64 - 1))
     shared = isinstance(live, ctypes.Array)
     own_live = ctypes.c_double(-1.0)  # live is not shared memory (a test double): copied per batch
+    row = slot * len(endpoints)  # this connection's row of live (WorkloadRunner.live)
 
     def point_live(node):
         if shared:
-            s.live = ctypes.cast(ctypes.addressof(live) + 8 * live_idx[node], ctypes.POINTER(ctypes.c_double))
+            s.live = ctypes.cast(ctypes.addressof(live) + 8 * (row + live_idx[node]), ctypes.POINTER(ctypes.c_double))
         else:
             s.live = ctypes.pointer(own_live)
 
@@ -337,7 +338,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
                     if spill is not None and len(rec.start) >= SPILL_OPS:
                         spill()
                 if not shared:
-                    live[live_idx[ep.node]] = own_live.value
+                    live[row + live_idx[ep.node]] = own_live.value
             if not s.failed:
                 if stop_flag.value:
                     break
