@@ -38,7 +38,7 @@ from ..errors import NdbChaosError, UsageError
 from ..waiting import wait_until
 from ..workload import get_workload
 from ..workload.runner import ClientOptions, Endpoint, WorkloadRunner
-from .meter import proc_cpu
+from .meter import loadavg, proc_cpu
 
 #: the workloads measured, with the parameters that make them the published tests' operations
 WORKLOADS = {
@@ -254,11 +254,7 @@ def measure(cluster, workload: str, cfg: SteadyConfig) -> Steady:
 
 
 def host_line() -> str:
-    try:
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        load = "unknown"
-    return f"host: {os.cpu_count()} cores, load average {load}"
+    return f"host: {os.cpu_count()} cores, load average {loadavg()}"
 
 
 __all__ = ["WORKLOADS", "RoleUsage", "Steady", "SteadyConfig", "container_stats", "host_line", "measure",

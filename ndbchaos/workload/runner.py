@@ -71,6 +71,7 @@ class SpoolingRecorder(Recorder):
 def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, stop, rec, live, live_idx):
     rng = random.Random((opts.seed << 20) ^ slot)
     ep_i = slot % len(endpoints)
+    row = slot * len(endpoints)  # this connection's row of live (WorkloadRunner.live)
     process = slot
     conn = cur = None
     backoff = opts.backoff_min
@@ -108,7 +109,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             count += 1
             if record:
                 record(process, f, result if result is not None else value, "ok", t0 - mono0, t1 - mono0, ep.node, None)
-            live[slot * len(endpoints) + live_idx[ep.node]] = t1 - mono0  # this connection's row
+            live[row + live_idx[ep.node]] = t1 - mono0
             backoff = opts.backoff_min
         except Exception as e:  # every client error becomes a recorded op
             t1 = time.monotonic()
