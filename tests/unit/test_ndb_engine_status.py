@@ -131,6 +131,30 @@ def test_one_data_node_killed():
     assert eng.loss_detected(st, ["data1"]) and st.summary["data_started"] == 3
 
 
+def test_loss_seen_from_the_survivors_side_when_every_management_server_is_cut_off_from_them():
+    """A partition that leaves both ndb_mgmd with the lost node: they report it started and the
+    survivors not connected until it shuts itself down, while an SQL node beside the survivors
+    already sees the cluster without it (one node group of 3 split 1/2, 9.7.2)."""
+    cl = make()
+    views = {"sql1": {"error": "1296: Got error 157 'Connection to NDB failed' from NDBINFO"},
+             "sql2": {"nodes": rows([12, 13, 14])}}
+    eng = engine(cl, show_text({12: "not connected", 13: "not connected", 14: "not connected"}),
+                 probe=lambda node, full=False: views[node.name])
+    st = eng.status(cl)
+    assert not st.healthy and st.node("data1").state == "started"
+    assert st.summary["sql_started"] == {"sql2": [12, 13, 14]}
+    assert eng.loss_detected(st, ["data1"])
+    views["sql2"] = {"nodes": rows([11, 12, 13, 14])}  # the survivors have not excluded it yet
+    assert not eng.loss_detected(eng.status(cl), ["data1"])
+    views["sql2"] = {"nodes": rows([12, 13])}  # a survivor is missing from the view
+    assert not eng.loss_detected(eng.status(cl), ["data1"])
+    views["sql2"] = {"error": "2013: Lost connection"}  # no view of the survivors: the mgm's stands
+    assert not eng.loss_detected(eng.status(cl), ["data1"])
+    views["sql2"] = {"nodes": rows([12, 13, 14])}
+    cl.containers["data3"].status = "paused"
+    assert not eng.loss_detected(eng.status(cl), ["data1"])
+
+
 def test_starting_node_shows_phase():
     cl = make()
     st = engine(cl, show_text({12: "starting"})).status(cl)
@@ -239,7 +263,8 @@ def test_sql_and_management_nodes_stop_on_sigterm():
 def test_excluded_running_and_rejoin():
     # data2 frozen (paused) and declared dead; data3 exited (not "running"); data1 a member
     cl = make({"data2": "paused", "data3": "exited"})
-    eng = engine(cl, show_text({12: "not connected", 13: "not connected"}))
+    eng = engine(cl, show_text({12: "not connected", 13: "not connected"}),
+                 probe=lambda node, full=False: {"nodes": rows([11, 14])})
     nodes = [cl.topology.node(n) for n in ("data1", "data2", "data3", "sql1")]
     assert [n.name for n in eng.excluded_running(cl, nodes)] == ["data2"]
     # after the thaw it shuts itself down (2315), then gets a node restart
@@ -247,6 +272,25 @@ def test_excluded_running_and_rejoin():
     c.status = "exited"
     out = eng.rejoin(cl, [cl.topology.node("data2")])
     assert "shut itself down" in out and "node restart of data2" in out and c.actions == ["start"]
+
+
+def test_a_node_the_management_server_lost_but_an_sql_node_serves_with_was_not_excluded():
+    """A partition that leaves both ndb_mgmd with the side that shuts down: they report the
+    survivors "not connected", but an SQL node on the surviving side sees them STARTED (one
+    node group of 3 split 1/2 with the arbitrator beside the 1, 9.7.2). Only the node that no
+    SQL node sees is left to rejoin; when no SQL node answers, the management server's view
+    stands."""
+    cl = make()
+    nodes = [cl.topology.node(n) for n in ("data1", "data2", "data3")]
+    mgm = show_text({11: "not connected", 12: "not connected", 13: "not connected"})
+    views = {"sql1": {"error": "1296: Got error 157 'Connection to NDB failed' from NDBINFO"},
+             "sql2": {"nodes": rows([12, 13])}}
+    eng = engine(cl, mgm, probe=lambda node, full=False: views[node.name])
+    assert [n.name for n in eng.excluded_running(cl, nodes)] == ["data1"]
+    views["sql2"] = {"nodes": [dict(r, status="STARTING") for r in rows([12, 13])]}
+    assert [n.name for n in eng.excluded_running(cl, nodes)] == ["data1", "data2", "data3"]
+    views["sql2"] = {"error": "2013: Lost connection"}
+    assert [n.name for n in eng.excluded_running(cl, nodes)] == ["data1", "data2", "data3"]
 
 
 def test_rejoin_of_a_node_that_does_not_shut_down_is_an_error(monkeypatch):

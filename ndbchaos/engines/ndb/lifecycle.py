@@ -336,7 +336,24 @@ class LifecycleMixin:
             if (m is None or not m.connected) and \
                     runtime.container_state(cluster.container(n)) in ("running", "paused"):
                 out.append(n)
+        if out:
+            members = self._serving_members(cluster)
+            out = [n for n in out if n.nodeid not in members]
         return out
+
+    def _serving_members(self, cluster) -> set:
+        """Data node ids some SQL node sees STARTED in ``ndbinfo.nodes``: members of a cluster
+        that serves. The management server's "not connected" is only its own view: a partition
+        that leaves every ndb_mgmd with the side that shuts down (one node group of 3 split 1/2,
+        the arbitrator with the 1) shows the surviving 2 as not connected, though they never
+        left their cluster and have nothing to learn when the partition heals (9.7.2)."""
+        ids: set = set()
+        for n in cluster.topology.role(TP.SQL):
+            if not n.sql_port or runtime.container_state(cluster.container(n)) != "running":
+                continue
+            v = self.sql_probe(n)
+            ids |= {int(r["node_id"]) for r in v.get("nodes", []) if str(r.get("status")) == "STARTED"}
+        return ids
 
     def rejoin(self, cluster, nodes) -> str:
         """A data node that was declared dead while unreachable learns it on its first contact

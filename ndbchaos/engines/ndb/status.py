@@ -74,6 +74,10 @@ class StatusMixin:
         arb = arbitrator_summary(next((v["arbitrator"] for v in answering.values() if "arbitrator" in v), []))
         membership = next((v["membership"] for v in answering.values() if "membership" in v), [])
         ndbinfo_rows = next((v["nodes"] for v in answering.values()), None)
+        # Each answering SQL node's view of its cluster: the data nodes STARTED in ndbinfo.nodes.
+        # In a partition the management servers see only their own side (loss_detected).
+        sql_started = {k: sorted(int(r["node_id"]) for r in v["nodes"] if str(r.get("status")) == "STARTED")
+                       for k, v in answering.items()}
 
         for n in topo.data_nodes:
             cstate = cstates[n.name]
@@ -163,6 +167,7 @@ class StatusMixin:
             "arbitrator_rows": arb["rows"],
             "mgm_source": mgm_source,
             "sql_answering": sorted(answering),
+            "sql_started": sql_started,
         }
         return ClusterStatus(cluster.clock.now(), nodes, not problems, problems, summary)
 
@@ -196,8 +201,28 @@ class StatusMixin:
         data = [n for n in status.nodes if n.role == TP.DATA]
         gone = [n for n in status.nodes if n.node in lost_set]
         survivors = [n for n in data if n.node not in lost_set]
-        return (bool(survivors) and all(self._excluded(n) for n in gone)
-                and all(n.healthy for n in survivors))
+        if not survivors:
+            return False
+        if all(n.healthy for n in survivors):
+            return all(self._excluded(n) for n in gone)
+        return self._survivors_view_excludes(status, survivors, gone)
+
+    def _survivors_view_excludes(self, status: ClusterStatus, survivors: list, gone: list) -> bool:
+        """When the management server does not see every survivor started, the same seen from
+        the survivors' side: an SQL node whose ndbinfo.nodes lists every survivor STARTED and
+        none of the lost data nodes, and every other lost node excluded. A partition can leave
+        every ndb_mgmd with the side that shuts down (one node group of 3 split 1/2, the
+        arbitrator with the 1): the management servers then report the survivors "not
+        connected" and the lost node "started" until it stops by its own decision, while the
+        survivors excluded it a heartbeat round after the cut (9.7.2: 4.7 s, its shutdown
+        10.3 s). Where the management server sees the survivors, its view decides."""
+        want = {n.details.get("nodeid") for n in survivors}
+        lost_ids = {n.details.get("nodeid") for n in gone if n.role == TP.DATA}
+        if not all(n.container == "running" for n in survivors) or \
+                not all(self._excluded(n) for n in gone if n.role != TP.DATA):
+            return False
+        return any(want <= set(ids) and not (lost_ids & set(ids))
+                   for ids in (status.summary.get("sql_started") or {}).values())
 
     def mgm_report(self, cluster) -> tuple[MgmReport | None, str | None]:
         """SHOW + ALL STATUS from the first management node that answers, parsed together."""
