@@ -16,6 +16,7 @@ from ...errors import ClusterNotReady, NdbChaosError
 from ...waiting import Deadline, wait_until
 from .mgm import all_started
 from .mgm import answered as mgm_answered
+from .ndbinfo import started_ids
 from .rules import MGMD_START_BOUND
 from .spec import SPARE, available_mib, check_free
 
@@ -351,8 +352,7 @@ class LifecycleMixin:
         for n in cluster.topology.role(TP.SQL):
             if not n.sql_port or runtime.container_state(cluster.container(n)) != "running":
                 continue
-            v = self.sql_probe(n)
-            ids |= {int(r["node_id"]) for r in v.get("nodes", []) if str(r.get("status")) == "STARTED"}
+            ids.update(started_ids(self.sql_probe(n).get("nodes", [])))
         return ids
 
     def rejoin(self, cluster, nodes) -> str:

@@ -78,6 +78,12 @@ def _num(v: str):
         return v
 
 
+def started_ids(rows: list[dict]) -> list[int]:
+    """The data node ids ``ndbinfo.nodes`` lists as STARTED, in order: the members of the
+    cluster the SQL node that read them is connected to."""
+    return sorted(int(r["node_id"]) for r in rows if str(r.get("status")) == "STARTED")
+
+
 def nodes_ready(rows: list[dict], expected_ids) -> tuple[bool, list[str]]:
     """Readiness rule 2 (ndb.md section 10): ``ndbinfo.nodes`` seen from an SQL node lists every
     expected data node as STARTED."""

@@ -17,7 +17,7 @@ from ..base import ClusterStatus, NodeStatus
 from .clusterlog import ClusterLogFollower
 from .lifecycle import PROBE_MGM_CLIENT
 from .mgm import MgmReport, parse_mgm, parse_show
-from .ndbinfo import arbitrator_summary, arbitrator_validity_summary, nodes_ready, president, succession
+from .ndbinfo import arbitrator_summary, arbitrator_validity_summary, nodes_ready, president, started_ids, succession
 from .ndbinfo import membership as read_membership
 from .ndbinfo import nodes as read_nodes
 from .rules import arbitrator_candidates
@@ -76,8 +76,7 @@ class StatusMixin:
         ndbinfo_rows = next((v["nodes"] for v in answering.values()), None)
         # Each answering SQL node's view of its cluster: the data nodes STARTED in ndbinfo.nodes.
         # In a partition the management servers see only their own side (loss_detected).
-        sql_started = {k: sorted(int(r["node_id"]) for r in v["nodes"] if str(r.get("status")) == "STARTED")
-                       for k, v in answering.items()}
+        sql_started = {k: started_ids(v["nodes"]) for k, v in answering.items()}
 
         for n in topo.data_nodes:
             cstate = cstates[n.name]
@@ -221,8 +220,8 @@ class StatusMixin:
         if not all(n.container == "running" for n in survivors) or \
                 not all(self._excluded(n) for n in gone if n.role != TP.DATA):
             return False
-        return any(want <= set(ids) and not (lost_ids & set(ids))
-                   for ids in (status.summary.get("sql_started") or {}).values())
+        views = (set(ids) for ids in (status.summary.get("sql_started") or {}).values())
+        return any(want <= ids and not (lost_ids & ids) for ids in views)
 
     def mgm_report(self, cluster) -> tuple[MgmReport | None, str | None]:
         """SHOW + ALL STATUS from the first management node that answers, parsed together."""
