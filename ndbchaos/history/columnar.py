@@ -21,7 +21,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from .columns import Columns, _Ints, _IntsRef, _OpenFile, _pack
-from .jsonl import VALUE_VALIDATORS, parse_header
+from .jsonl import MAX_DEPTH, VALUE_VALIDATORS, loads_checked, parse_header, too_deep
 from .model import CLASSES, FORMAT_VERSION, NO_INT, TYPES, HistoryFormatError
 
 MAGIC = b"\x93NDBCH\x01\n"
@@ -261,7 +261,9 @@ def read_columnar(path, into: Columns | None = None, torn: str = "error"
                 if tag != TAG_HEAD:
                     r.fail(offset, f"expected the header block, found {tag!r}")
                 try:
-                    head = json.loads(payload.decode("utf-8"))
+                    head = loads_checked(payload.decode("utf-8"), f"{path}:offset {offset}: header")
+                except HistoryFormatError:
+                    raise
                 except (UnicodeDecodeError, ValueError) as e:
                     r.fail(offset, f"header is not JSON: {e}")
                 workload, params, run = parse_header(head, f"{path}:offset {offset}")
@@ -286,6 +288,28 @@ def read_columnar(path, into: Columns | None = None, torn: str = "error"
     return workload, params, run, out, complete
 
 
+_BRACKET = np.zeros(256, dtype=np.int8)
+_BRACKET[[91, 123]] = 1  # [ {
+_BRACKET[[93, 125]] = -1  # ] }
+
+
+def json_depth(raw: bytes) -> int:
+    """How deep valid JSON text nests (lists and objects; brackets inside strings aside), in a
+    few numpy passes over its bytes instead of a walk of every value it holds."""
+    a = np.frombuffer(raw, dtype=np.uint8)
+    if not len(a):
+        return 0
+    quote = a == 34
+    if b"\\" in raw:  # a quote after an odd run of backslashes is escaped
+        bs = a == 92
+        seen = np.cumsum(bs, dtype=np.int32)
+        run = seen - np.maximum.accumulate(np.where(bs, 0, seen))  # the backslashes ending at each byte
+        quote[1:] &= (run[:-1] & 1) == 0
+    step = _BRACKET[a]
+    step[(np.cumsum(quote, dtype=np.int32) & 1) == 1] = 0  # inside a string
+    return int(np.cumsum(step, dtype=np.int32).max())
+
+
 def _decode_chunk(r: _Reader, offset: int, data_offset: int, payload: bytes, out: Columns, check_value) -> None:
     def bad(why: str):
         r.fail(offset, f"bad chunk: {why}")
@@ -296,8 +320,11 @@ def _decode_chunk(r: _Reader, offset: int, data_offset: int, payload: bytes, out
     off = _CHUNK_HEAD.size + mlen
     if off > len(payload):
         bad("metadata longer than the chunk")
+    raw = payload[_CHUNK_HEAD.size:off]
     try:
-        meta = json.loads(payload[_CHUNK_HEAD.size:off].decode("utf-8"))
+        meta = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        bad(f"a value nested deeper than {MAX_DEPTH} levels")
     except (UnicodeDecodeError, ValueError) as e:
         bad(f"metadata is not JSON: {e}")
     if type(meta) is not dict:
@@ -312,6 +339,10 @@ def _decode_chunk(r: _Reader, offset: int, data_offset: int, payload: bytes, out
         if type(v) is not list or not all(type(e) is list and len(e) == 2 and type(e[0]) is int and 0 <= e[0] < n
                                           and (second is None or type(e[1]) is second) for e in v):
             bad(f"metadata {what} must be a list of [op index, value] pairs with indexes below {n}")
+    if json_depth(raw) > MAX_DEPTH + 3:  # {"objs": [[i, value], ...]}: a value's outermost list or object at 4
+        for i, v in objs:
+            if too_deep(v):
+                r.fail(offset, f"op {i} of this chunk: bad operation: a value nested deeper than {MAX_DEPTH} levels")
     if not all(0 <= t < len(texts) for _, t in msgs):
         bad("metadata msgs must index the chunk's texts")
     counts = [c for _, c in ints]

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 import numpy as np
 
 from .columns import Columns, _Ints, _IntsRef
-from .jsonl import VALUE_VALIDATORS, _any_big_float, _num, _parse_error, _parse_op, _Source, parse_header
+from .jsonl import (MAX_DEPTH, VALUE_VALIDATORS, _any_big_float, _num, _parse_error, _parse_op, _Source, loads_checked,
+                    nesting_line, parse_header, too_deep)
 from .loader import ChunkLoader
 from .model import NO_INT, TYPE_CODE, HistoryFormatError
 
@@ -70,8 +71,11 @@ def read_ops(fh, name: str = "<history>") -> tuple[str, dict, dict | None, Colum
     first = src.header()
     if first is None or not first.strip():
         raise HistoryFormatError(f"{name}:1: empty file, expected a header line")
+    text = src.text(first, 1)
     try:
-        head = json.loads(src.text(first, 1))
+        head = loads_checked(text, f"{name}:1: header")
+    except HistoryFormatError:
+        raise
     except ValueError as e:
         raise HistoryFormatError(f"{name}:1: header is not JSON: {e}") from None
     workload, params, run = parse_header(head, f"{name}:1")
@@ -122,7 +126,7 @@ def _load_lines(cols: Columns, buf: bytes, first_lineno: int, src: _Source, chec
         for loads in _LOADS:  # one parse per batch: orjson, else (big ints, NaN ...) json
             try:
                 parsed = loads(joined)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: json, on a value nested too deep
                 continue
             if loads is not json.loads and _any_big_float(parsed):
                 parsed = None
@@ -139,10 +143,19 @@ def _load_lines(cols: Columns, buf: bytes, first_lineno: int, src: _Source, chec
                 if not text.strip():
                     continue
                 try:
-                    parsed.append(json.loads(text))
+                    d = json.loads(text)
+                except RecursionError:
+                    _nested(name, first + k)
                 except ValueError as e:
                     raise HistoryFormatError(f"{name}:{first + k}: not JSON: {e}") from None
+                if nesting_line(line) and type(d) is dict and too_deep(d.get("value")):
+                    _nested(name, first + k)
+                parsed.append(d)
                 linenos.append(first + k)
+        else:  # a value nested too deep is refused before anything walks it
+            for k, line in enumerate(batch):
+                if nesting_line(line) and type(parsed[k]) is dict and too_deep(parsed[k].get("value")):
+                    _nested(name, first + k)
         if linenos is None and _fast_batch(cols, parsed, check_value):
             continue
         flat: list = []
@@ -166,6 +179,10 @@ def _load_lines(cols: Columns, buf: bytes, first_lineno: int, src: _Source, chec
             what = f"missing field {err}" if isinstance(err, KeyError) else str(err)
             raise HistoryFormatError(f"{name}:{lineno}: bad operation: {what}") from None
     return len(lines)
+
+
+def _nested(name: str, lineno: int):
+    raise HistoryFormatError(f"{name}:{lineno}: bad operation: a value nested deeper than {MAX_DEPTH} levels") from None
 
 
 def _fast_batch(cols: Columns, parsed: list, check_value) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import math
 import zlib
 from typing import Any, Callable
@@ -25,7 +26,10 @@ _INT64_LIMIT = 2.0 ** 63
 def _any_big_float(parsed: list) -> bool:
     """Whether any op's value holds a float as large as an integer beyond 64 bits."""
     values = [d.get("value") for d in parsed if type(d) is dict]
-    return any(map(_big_float, [v for v in values if type(v) is not int]))
+    try:
+        return any(map(_big_float, [v for v in values if type(v) is not int]))
+    except RecursionError:  # a value nested too deep: the reader that names its line refuses it
+        return True
 
 
 def _big_float(v) -> bool:
@@ -39,6 +43,54 @@ def _big_float(v) -> bool:
     if t is dict:
         return any(map(_big_float, v.values()))
     return False
+
+
+#: how deep a value, a header or a run record may nest (lists and objects, the outermost one
+#: level 1): far beyond what any workload or run record writes, well within what the checkers'
+#: and the JSON writer's recursive code can walk (a deeper one is refused when read, naming its
+#: line, instead of ending in a RecursionError)
+MAX_DEPTH = 64
+_FLAT = {int, float, str, bool, type(None)}
+
+
+def too_deep(v, limit: int = MAX_DEPTH) -> bool:
+    """Whether ``v`` nests lists and objects more than ``limit`` levels deep (walked without
+    recursion; a list of scalars is looked at in one pass in C)."""
+    todo = [(v, 1)]
+    while todo:
+        x, d = todo.pop()
+        t = type(x)
+        if t is list or t is tuple:
+            items = x
+        elif t is dict:
+            items = x.values()
+        else:
+            continue
+        if d > limit:
+            return True
+        if set(map(type, items)) <= _FLAT:
+            continue
+        todo.extend((y, d + 1) for y in items if type(y) in (list, tuple, dict))
+    return False
+
+
+def nesting_line(line) -> bool:
+    """Whether a line has enough opening brackets to nest a value too deep (an upper bound of
+    its depth: the cheap test before ``too_deep``)."""
+    return line.count(b"[") + line.count(b"{") > MAX_DEPTH
+
+
+def loads_checked(text, where: str):
+    """``json.loads`` of a header or a run's line: a value nested too deep (which the parser
+    meets as a RecursionError) is a HistoryFormatError naming ``where``; other failures raise
+    ValueError as json does."""
+    try:
+        v = json.loads(text)
+    except RecursionError:
+        raise HistoryFormatError(f"{where}: a value nested deeper than {MAX_DEPTH} levels") from None
+    if too_deep(v):
+        raise HistoryFormatError(f"{where}: a value nested deeper than {MAX_DEPTH} levels")
+    return v
 
 
 #: bytes read at a time (whole lines are handed on; a longer line is handed on alone)
@@ -285,4 +337,21 @@ def _check_bank(f: str, type_: str, value: Any) -> None:
                 raise TypeError(f"bank balance of account {k} must be a number, not {v!r}")
 
 
-VALUE_VALIDATORS: dict[str, Callable[[str, str, Any], None]] = {"ledger": _check_ledger, "bank": _check_bank}
+def _check_txn(f: str, type_: str, value: Any) -> None:
+    """list_append and rw_register: a transaction's value is its micro-ops, ``[f, k, v]`` each,
+    keys and values numbers or strings (a read's value may be a list of them, or null)."""
+    if f != "txn" or value is None:
+        return
+    if type(value) is not list:
+        raise TypeError(f"a transaction's value must be a list of [f, k, v] micro-ops, not {type(value).__name__}")
+    for m in value:
+        if type(m) is not list or len(m) != 3 or type(m[0]) is not str:
+            raise TypeError("a transaction's micro-op must be [f, k, v] with f a string")
+        k, v = m[1], m[2]
+        if type(k) not in _FLAT or (type(v) not in _FLAT and (type(v) is not list or not set(map(type, v)) <= _FLAT)):
+            raise TypeError(f"micro-op {m[0]!r}: its key and value must be numbers or strings (a read's value a "
+                            "list of them)")
+
+
+VALUE_VALIDATORS: dict[str, Callable[[str, str, Any], None]] = {
+    "ledger": _check_ledger, "bank": _check_bank, "list_append": _check_txn, "rw_register": _check_txn}

@@ -13,7 +13,7 @@ import numpy as np
 
 from .columns import Columns, _Ints, _IntsRef, _OpenFile
 from .idlists import int_list, long_op
-from .jsonl import PAD, _big_float, _parse_op
+from .jsonl import PAD, _big_float, _parse_op, nesting_line, too_deep
 from .model import NO_INT
 from .scan import LONG_LINE, _Chunk, _loads, template
 
@@ -165,6 +165,8 @@ class ChunkLoader:
             if not line.strip():
                 return None
             d = _loads(line)
+            if nesting_line(line) and type(d) is dict and too_deep(d.get("value")):
+                raise Fallback  # the line-by-line reader names it
             if _big_float(d.get("value") if type(d) is dict else None):
                 raise Fallback  # an integer beyond 64 bits: json keeps it, orjson does not
             op = _parse_op(d)

@@ -70,6 +70,9 @@ def _hashable(x):
     return x
 
 
+#: how deep forms may nest (as ``ndbchaos.history.jsonl.MAX_DEPTH``): a deeper one is refused
+#: with its line, before anything walks it recursively
+MAX_DEPTH = 64
 _CLOSE = {"[": "]", "(": ")", "{": "}", "#{": "}"}
 
 
@@ -111,6 +114,8 @@ def loads_all(text: str) -> list:
             body = tok[1:]
             emit(_CHARS.get(body, chr(int(body[1:], 16)) if len(body) == 5 and body[0] == "u" else body))
         elif kind == "open":
+            if len(stack) >= MAX_DEPTH:
+                raise EdnError(line, f"a value nested deeper than {MAX_DEPTH} levels")
             stack.append([tok, [], line])
             pending.append([])
         elif kind == "close":

@@ -173,10 +173,11 @@ class TxnHistory:
         return cls(txns, source)
 
     @classmethod
-    def from_history(cls, history) -> "TxnHistory":
+    def from_history(cls, history, source: str = "run") -> "TxnHistory":
         """The transactions of one of our runs (a ``ndbchaos.history.History`` of a transactional
-        workload: ops with ``f == "txn"``; final reads and other ops are left out)."""
-        return cls.from_ops((op for op in history if op.f == "txn"), "run")
+        workload: ops with ``f == "txn"``; final reads and other ops are left out); ``source``
+        names it in errors (its file)."""
+        return cls.from_ops((op for op in history if op.f == "txn"), source)
 
     # -- reading and writing files ------------------------------------------------------------
     @classmethod
@@ -187,9 +188,11 @@ class TxnHistory:
         p = Path(path)
         data = _read_bytes(p)
         head = data.lstrip()[:200]
+        if not head:
+            raise TxnFormatError(f"{p}: empty file: no operations in it")
         if data.startswith(COLUMNAR_MAGIC) or (head.startswith(b"{") and b'"history"' in head.split(b"\n", 1)[0]):
             try:
-                return cls.from_history(History.read(str(p)))
+                return cls.from_history(History.read(str(p)), str(p))
             except HistoryFormatError as e:
                 raise TxnFormatError(str(e)) from None
         with without_gc():  # millions of small containers: the collector would run for nothing
@@ -245,7 +248,10 @@ class TxnHistory:
 # -- helpers ------------------------------------------------------------------------------------
 
 def _short(x: Any) -> str:
-    s = repr(x)
+    try:
+        s = repr(x)
+    except RecursionError:  # (the readers refuse such values; this names them)
+        return f"a {type(x).__name__} nested too deeply to show"
     return s if len(s) <= 120 else s[:117] + "..."
 
 
@@ -254,7 +260,7 @@ def _int(x, default: int, where: str) -> int:
         return default
     if isinstance(x, int) and not isinstance(x, bool):
         return x
-    raise TxnFormatError(f"{where}: index {x!r} is not an integer")
+    raise TxnFormatError(f"{where}: index {_short(x)} is not an integer")
 
 
 def _secs(t) -> float:
@@ -280,13 +286,15 @@ def _client_event(ev, n: int, source: str, open_: dict) -> bool:
     if not isinstance(ev, dict):
         raise TxnFormatError(f"{source}:op {n}: not a map: {_short(ev)}")
     proc, typ = ev.get("process"), ev.get("type")
+    if not isinstance(typ, (str, type(None))):
+        raise TxnFormatError(f"{source}:op {n}: type {_short(typ)} (expected invoke, ok, fail or info)")
     if not isinstance(proc, int) or isinstance(proc, bool):
         if proc is None and typ is None:
             raise TxnFormatError(f"{source}:op {n}: no process and no type: {_short(ev)}")
         return False
     where = f"{source}:op {ev.get('index', n)}"
     if typ not in _EVENT_TYPES:
-        raise TxnFormatError(f"{where}: type {typ!r} (expected invoke, ok, fail or info)")
+        raise TxnFormatError(f"{where}: type {_short(typ)} (expected invoke, ok, fail or info)")
     if _EVENT_TYPES[typ] < 0 and proc in open_:
         raise TxnFormatError(f"{where}: process {proc} invoked again before its "
                              f"op {open_[proc][1].get('index', '?')} completed")
@@ -304,9 +312,10 @@ def _fast_mops(value, where: str) -> list:
         out = [(names[f], k, tuple(v) if type(v) is list else v) for f, k, v in value]
     except (KeyError, TypeError, ValueError):
         return _mops(value, where)
-    for m in out:
-        if type(m[1]) is list:
-            return _mops(value, where)
+    sc = _SCALAR
+    for _f, k, v in out:
+        if type(k) not in sc or (type(v) not in sc and (type(v) is not tuple or not set(map(type, v)) <= sc)):
+            return _mops(value, where)  # a vector key, or a value it refuses: named there
     return out
 
 
@@ -316,8 +325,27 @@ def _mop_name(f) -> str | None:
     return None
 
 
+#: what a micro-op's key or value may be (a vector key, a list value: a tuple of these); a map, a
+#: set or a nested list is refused (the analyses compare and hash keys and values)
+_SCALAR = {int, float, str, bool, type(None)}
+
+
+def _flat(x, where: str, what: str):
+    """x as a key or value the analyses can use: a scalar, or a list of scalars as a tuple."""
+    t = type(x)
+    if t in _SCALAR:
+        return x
+    if (t is list or t is tuple) and set(map(type, x)) <= _SCALAR:
+        return tuple(x)
+    kind = {dict: "a map", frozenset: "a set", set: "a set"}.get(t) or (
+        "a nested list" if t in (list, tuple) else f"a {t.__name__}")
+    raise TxnFormatError(f"{where}: micro-op {what} is {kind} ({_short(x)}); keys and values must be numbers "
+                         "or strings (a read's value a list of them)")
+
+
 def _mops(value, where: str, invoke: bool = False) -> list:
-    """A transaction's value as a list of (f, k, v) tuples (reads of lists as tuples)."""
+    """A transaction's value as a list of (f, k, v) tuples (reads of lists, and vector keys, as
+    tuples); raises TxnFormatError for a key or value that is a map, a set or a nested list."""
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
@@ -329,13 +357,8 @@ def _mops(value, where: str, invoke: bool = False) -> list:
         f = _mop_name(m[0])
         if f is None:
             raise TxnFormatError(f"{where}: micro-op name {m[0]!r} is not a string or keyword")
-        k, v = m[1], m[2]
-        if isinstance(k, list):
-            k = tuple(k)
-        if f == "r" and isinstance(v, list):
-            v = tuple(v)
-        if invoke and f == "r":
-            v = None
+        k = _flat(m[1], where, "key")
+        v = None if invoke and f == "r" else _flat(m[2], where, "value")
         out.append((f, k, v))
     return out
 
