@@ -19,9 +19,16 @@ def _names(text: str) -> tuple[str, ...]:
 
 
 def options(args) -> CheckOptions:
+    models = _names("strict-serializable" if args.consistency_models is None else args.consistency_models)
+    anomalies = _names(args.anomalies or "")
+    if args.anomalies is not None and not anomalies:
+        raise UsageError("--anomalies names no anomaly (leave it out for none)")
+    if not models and not anomalies:
+        raise UsageError("--consistency-models names no model: nothing would be judged (name one, e.g. "
+                         "strict-serializable, or give --anomalies to check only those)")
     try:
-        return CheckOptions(model=args.model, consistency_models=_names(args.consistency_models),
-                            anomalies=_names(args.anomalies), wfr_keys=args.wfr_keys,
+        return CheckOptions(model=args.model, consistency_models=models,
+                            anomalies=anomalies, wfr_keys=args.wfr_keys,
                             sequential_keys=args.sequential_keys, linearizable_keys=args.linearizable_keys,
                             cycle_search_timeout_ms=args.cycle_search_timeout)
     except ValueError as e:
@@ -37,6 +44,9 @@ def run_txn(args) -> int:
             history = TxnHistory.read(args.history)
         except TxnFormatError as e:
             raise UsageError(str(e)) from None
+        if history.model is not None and history.model != opts.model:
+            raise UsageError(f"{args.history}: a run of the {history.model.replace('-', '_')} workload is judged "
+                             f"with --model {history.model}, not {opts.model}")
         verdict = check(history, opts)
     out = verdict.to_json()
     if args.directory:

@@ -42,9 +42,9 @@ def register(sub) -> None:
         "{index, process, type, f, value} ops; docs/transactions.md)")
     t.add_argument("--model", choices=("list-append", "rw-register"),
                    help="judge HISTORY as transactions of this model with the anomaly checker")
-    t.add_argument("--consistency-models", metavar="M,...", default="strict-serializable",
+    t.add_argument("--consistency-models", metavar="M,...", default=None,
                    help="models the history must satisfy (default strict-serializable)")
-    t.add_argument("--anomalies", metavar="A,...", default="",
+    t.add_argument("--anomalies", metavar="A,...", default=None,
                    help="anomalies that fail the check whatever the models allow, e.g. G1a,internal")
     t.add_argument("--linearizable-keys", action="store_true",
                    help="rw-register: a key's version order follows real time")

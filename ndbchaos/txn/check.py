@@ -24,7 +24,7 @@ from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTim
 from ..history.interchange import without_gc
 from .history import NO_TIME, TxnHistory
 from .list_append import analyze as analyze_list_append
-from .models import UNKNOWN_ANOMALIES, boundary, check_models, implied_anomalies
+from .models import UNKNOWN_ANOMALIES, boundary, check_anomalies, check_models, implied_anomalies
 from .models import prohibited as prohibited_by
 from .rw_register import analyze as analyze_rw_register
 
@@ -45,7 +45,14 @@ class CheckOptions:
     def __post_init__(self):
         if self.model not in MODELS:
             raise ValueError(f"unknown model {self.model!r} (known: {', '.join(MODELS)})")
+        for what, names in (("consistency_models", self.consistency_models), ("anomalies", self.anomalies)):
+            if isinstance(names, str) or not all(isinstance(x, str) for x in names):
+                raise ValueError(f"{what} must be a list of names, not {names!r}")
         check_models(self.consistency_models)
+        check_anomalies(self.anomalies)
+        if not self.consistency_models and not self.anomalies:
+            raise ValueError("no consistency model and no anomaly to check: nothing would be judged "
+                             "(name a model, e.g. strict-serializable, or the anomalies that must not occur)")
         if self.model != "rw-register" and (self.wfr_keys or self.sequential_keys or self.linearizable_keys):
             raise ValueError("--wfr-keys, --sequential-keys and --linearizable-keys are for rw-register histories")
         if not self.cycle_search_timeout_ms > 0:
@@ -131,7 +138,7 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
         comps = components(g.total, g.n, src, dst, rels)
         graph_info = {"edges": g.counts(), "order": {0: "none", PROCESS: "process", REALTIME: "realtime"}[order],
                       "sccs": len(comps), "largest_scc": max((c.txn_count for c in comps), default=0)}
-        if not len(src):
+        if not (dst < g.n).any():  # no edge into a transaction (real-time order's own nodes aside)
             found["empty-transaction-graph"] = [Anomaly("empty-transaction-graph", [],
                                                         why="no transaction depends on another: nothing to check")]
         for comp in comps:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Iterable, Iterator
 
 from ..history import History, HistoryFormatError
 from ..history.columnar import MAGIC as COLUMNAR_MAGIC
 from ..history.interchange import without_gc
 from .edn import EdnError, dumps_op, loads_all, op_from_edn
+from .mops import TxnFormatError, _fast_mops, _mops, _short
 
 try:
     import orjson as _orjson
@@ -43,10 +44,8 @@ _COMPLETION = {"ok": OK, "fail": FAIL, "info": INFO}
 #: the micro-operation names each model accepts (Elle's)
 MOP_NAMES = {"list-append": ("append", "r"), "rw-register": ("w", "r")}
 NO_TIME = -1
-
-
-class TxnFormatError(ValueError):
-    """A history that cannot be read as transactions; the message names the place."""
+#: the model of each transactional workload of ours (a run's header names its workload)
+RUN_MODELS = {"list_append": "list-append", "rw_register": "rw-register"}
 
 
 @dataclass(slots=True)
@@ -85,6 +84,8 @@ class TxnHistory:
     def __init__(self, txns: list[Txn], source: str = ""):
         self.txns = txns
         self.source = source
+        #: the model a run of ours was recorded for (its workload's), None for Jepsen's formats
+        self.model: str | None = None
 
     def __len__(self) -> int:
         return len(self.txns)
@@ -192,9 +193,16 @@ class TxnHistory:
             raise TxnFormatError(f"{p}: empty file: no operations in it")
         if data.startswith(COLUMNAR_MAGIC) or (head.startswith(b"{") and b'"history"' in head.split(b"\n", 1)[0]):
             try:
-                return cls.from_history(History.read(str(p)), str(p))
+                run = History.read(str(p))
             except HistoryFormatError as e:
                 raise TxnFormatError(str(e)) from None
+            model = RUN_MODELS.get(run.workload)
+            if model is None:
+                raise TxnFormatError(f"{p}: a run of workload {run.workload!r} holds no transactions (a run of "
+                                     f"{' or '.join(RUN_MODELS)} does, or a Jepsen/Elle history)")
+            out = cls.from_history(run, str(p))
+            out.model = model
+            return out
         with without_gc():  # millions of small containers: the collector would run for nothing
             if head[:1] in (b"[", b"{") and not _looks_edn(head):
                 return cls.from_events(_json_events(data, str(p)), str(p))
@@ -247,14 +255,6 @@ class TxnHistory:
 
 # -- helpers ------------------------------------------------------------------------------------
 
-def _short(x: Any) -> str:
-    try:
-        s = repr(x)
-    except RecursionError:  # (the readers refuse such values; this names them)
-        return f"a {type(x).__name__} nested too deeply to show"
-    return s if len(s) <= 120 else s[:117] + "..."
-
-
 def _int(x, default: int, where: str) -> int:
     if x is None:
         return default
@@ -277,7 +277,6 @@ def _ns(s: float):
 #: an event's type: -1 for an invocation, else its outcome (keywords read from JSON keep a colon)
 _EVENT_TYPES = {"invoke": -1, "ok": OK, "fail": FAIL, "info": INFO,
                 ":invoke": -1, ":ok": OK, ":fail": FAIL, ":info": INFO}
-_MOP_NAMES = {"append": "append", "r": "r", "w": "w", ":append": "append", ":r": "r", ":w": "w"}
 
 
 def _client_event(ev, n: int, source: str, open_: dict) -> bool:
@@ -301,66 +300,6 @@ def _client_event(ev, n: int, source: str, open_: dict) -> bool:
     _int(ev.get("index"), n, where)
     _mops(ev.get("value"), where)
     return True
-
-
-def _fast_mops(value, where: str) -> list:
-    """``_mops`` for well-formed values, without a check per element."""
-    if value is None:
-        return []
-    names = _MOP_NAMES
-    try:
-        out = [(names[f], k, tuple(v) if type(v) is list else v) for f, k, v in value]
-    except (KeyError, TypeError, ValueError):
-        return _mops(value, where)
-    sc = _SCALAR
-    for _f, k, v in out:
-        if type(k) not in sc or (type(v) not in sc and (type(v) is not tuple or not set(map(type, v)) <= sc)):
-            return _mops(value, where)  # a vector key, or a value it refuses: named there
-    return out
-
-
-def _mop_name(f) -> str | None:
-    if isinstance(f, str):
-        return f[1:] if f.startswith(":") else f
-    return None
-
-
-#: what a micro-op's key or value may be (a vector key, a list value: a tuple of these); a map, a
-#: set or a nested list is refused (the analyses compare and hash keys and values)
-_SCALAR = {int, float, str, bool, type(None)}
-
-
-def _flat(x, where: str, what: str):
-    """x as a key or value the analyses can use: a scalar, or a list of scalars as a tuple."""
-    t = type(x)
-    if t in _SCALAR:
-        return x
-    if (t is list or t is tuple) and set(map(type, x)) <= _SCALAR:
-        return tuple(x)
-    kind = {dict: "a map", frozenset: "a set", set: "a set"}.get(t) or (
-        "a nested list" if t in (list, tuple) else f"a {t.__name__}")
-    raise TxnFormatError(f"{where}: micro-op {what} is {kind} ({_short(x)}); keys and values must be numbers "
-                         "or strings (a read's value a list of them)")
-
-
-def _mops(value, where: str, invoke: bool = False) -> list:
-    """A transaction's value as a list of (f, k, v) tuples (reads of lists, and vector keys, as
-    tuples); raises TxnFormatError for a key or value that is a map, a set or a nested list."""
-    if value is None:
-        return []
-    if not isinstance(value, (list, tuple)):
-        raise TxnFormatError(f"{where}: value is not a list of micro-ops: {_short(value)}")
-    out = []
-    for m in value:
-        if not isinstance(m, (list, tuple)) or len(m) != 3:
-            raise TxnFormatError(f"{where}: micro-op is not [f, k, v]: {_short(m)}")
-        f = _mop_name(m[0])
-        if f is None:
-            raise TxnFormatError(f"{where}: micro-op name {m[0]!r} is not a string or keyword")
-        k = _flat(m[1], where, "key")
-        v = None if invoke and f == "r" else _flat(m[2], where, "value")
-        out.append((f, k, v))
-    return out
 
 
 def _read_bytes(p: Path) -> bytes:
@@ -446,4 +385,5 @@ def _edn_events(data: bytes, name: str) -> list:
     return [op_from_edn(f) for f in forms]
 
 
-__all__ = ["FAIL", "INFO", "MOP_NAMES", "NO_TIME", "OK", "TYPE_NAMES", "Txn", "TxnFormatError", "TxnHistory"]
+__all__ = ["FAIL", "INFO", "MOP_NAMES", "NO_TIME", "OK", "RUN_MODELS", "TYPE_NAMES", "Txn", "TxnFormatError",
+           "TxnHistory"]

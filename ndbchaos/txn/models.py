@@ -171,6 +171,26 @@ UNKNOWN_ANOMALIES = frozenset({"empty-transaction-graph", "cycle-search-timeout"
                                "duplicate-writes", "unexpected-txn-micro-op-types", "unexpected-read-value"})
 
 
+#: every anomaly name a check may be asked to fail on (``--anomalies``): the classes above, what
+#: each model forbids, the unknown-making ones, and the analyses' own findings
+KNOWN_ANOMALIES = frozenset(IMPLIES) | {b for bs in IMPLIES.values() for b in bs} | {
+    a for bs in _FORBIDS.values() for a in bs} | UNKNOWN_ANOMALIES | {
+    "G1a", "G1b", "internal", "duplicate-elements", "cyclic-versions"}
+
+
+def _known(names, allowed, what: str, listed) -> list[str]:
+    """The names, validated: one not in ``allowed`` raises ValueError naming it and the known ones."""
+    bad = [x for x in names if x not in allowed]
+    if bad:
+        raise ValueError(f"unknown {what} {', '.join(bad)} (known: {', '.join(sorted(listed))})")
+    return list(names)
+
+
+def check_anomalies(anomalies) -> list[str]:
+    """The anomaly names, validated: an unknown one raises ValueError naming it and the known ones."""
+    return _known(anomalies, KNOWN_ANOMALIES, "anomaly name(s)", KNOWN_ANOMALIES)
+
+
 def canonical(model: str) -> str:
     return CANONICAL.get(model, model)
 
@@ -225,11 +245,7 @@ def _closure(start, step) -> set:
 
 def check_models(models) -> list[str]:
     """The models, validated: an unknown name raises ValueError naming it and the known ones."""
-    bad = [m for m in models if m not in ALL_MODELS]
-    if bad:
-        raise ValueError(f"unknown consistency model(s) {', '.join(bad)} "
-                         f"(known: {', '.join(sorted(FRIENDLY.get(m, m) for m in MODELS))})")
-    return list(models)
+    return _known(models, ALL_MODELS, "consistency model(s)", {FRIENDLY.get(m, m) for m in MODELS})
 
 
 def implied_anomalies(anomalies) -> set[str]:
@@ -289,6 +305,6 @@ def boundary(anomalies) -> tuple[list[str], list[str]]:
             sorted({friendly(m) for m in impossible - weakest}))
 
 
-__all__ = ["ALL_MODELS", "IMPLIES", "UNKNOWN_ANOMALIES", "anomalies_implying", "boundary", "canonical",
-           "check_models", "friendly", "implied_anomalies", "implied_models", "impossible_models", "prohibited",
-           "stronger_models"]
+__all__ = ["ALL_MODELS", "IMPLIES", "KNOWN_ANOMALIES", "UNKNOWN_ANOMALIES", "anomalies_implying", "boundary",
+           "canonical", "check_anomalies", "check_models", "friendly", "implied_anomalies", "implied_models",
+           "impossible_models", "prohibited", "stronger_models"]

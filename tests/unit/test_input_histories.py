@@ -134,3 +134,186 @@ def test_a_transactional_run_with_bad_values_is_malformed_not_unknown(tmp_path, 
     for argv in (["check", str(p)], ["export", str(p)], ["check", "--model", "list-append", str(p)]):
         line = one_line_error(argv, capsys, p, ":3:" if "--model" not in argv else ":")
         assert what in line or "micro-op" in line, line
+
+
+# -- no silent pass: unknown names are errors, nothing judged is unknown -------------------------
+
+def ledger_with_lost_and_phantom(tmp_path, workload: str):
+    h = History(workload, {"rate": None})
+    for i in range(1, 6):
+        h.add(1, "insert", i, "ok", i * 0.1, i * 0.1 + 0.01, "sql1")
+    h.add(2, "read", [1, 2, 4, 5, 99], "ok", 1.0, 1.1, "sql2")  # 3 lost, 99 a phantom
+    p = tmp_path / f"{workload}.jsonl"
+    h.write_jsonl(p)
+    return p
+
+
+def test_an_unknown_or_mis_cased_workload_is_an_error_listing_the_known_ones(tmp_path, capsys):
+    assert main(["check", "-q", str(ledger_with_lost_and_phantom(tmp_path, "ledger"))]) == 1
+    capsys.readouterr()
+    p = ledger_with_lost_and_phantom(tmp_path, "Ledger")
+    line = one_line_error(["check", str(p)], capsys, p, ":")
+    assert "unknown workload 'Ledger'; did you mean 'ledger'?" in line
+    assert "known: bank, fakebook, ledger, list_append" in line and "rw_register" in line
+    p = ledger_with_lost_and_phantom(tmp_path, "nosuch")
+    assert "unknown workload 'nosuch' (known:" in one_line_error(["check", str(p)], capsys, p, ":")
+
+
+def test_a_workload_of_an_entry_point_is_known(tmp_path, capsys, monkeypatch):
+    from ndbchaos.commands import _runcheck
+
+    class EP:
+        name = "orders_ep"
+    monkeypatch.setattr(_runcheck, "entry_points", lambda group: [EP()] if group == "ndbchaos.workloads" else [])
+    h = History("orders_ep", {})
+    h.add(1, "x", 1, "ok", 0.0, 0.1, "n")
+    p = tmp_path / "h.jsonl"
+    h.write_jsonl(p)
+    assert main(["check", "-q", str(p)]) == 0
+    assert "orders_ep" in _runcheck.known_workloads()
+
+
+G2_HISTORY = [  # write skew: each reads the other's key empty, then appends to its own
+    {"index": 0, "type": "invoke", "process": 0, "value": [["r", 1, None], ["append", 2, 1]]},
+    {"index": 1, "type": "invoke", "process": 1, "value": [["r", 2, None], ["append", 1, 1]]},
+    {"index": 2, "type": "ok", "process": 0, "value": [["r", 1, []], ["append", 2, 1]]},
+    {"index": 3, "type": "ok", "process": 1, "value": [["r", 2, []], ["append", 1, 1]]},
+    {"index": 4, "type": "invoke", "process": 2, "value": [["r", 1, None], ["r", 2, None]]},
+    {"index": 5, "type": "ok", "process": 2, "value": [["r", 1, [1]], ["r", 2, [1]]]},
+]
+
+
+@pytest.mark.parametrize("extra, what", [
+    (["--consistency-models", ""], "--consistency-models names no model"),
+    (["--consistency-models", " , "], "--consistency-models names no model"),
+    (["--consistency-models", "serialisable"], "unknown consistency model(s) serialisable (known: "),
+    (["--anomalies", "bogus"], "unknown anomaly name(s) bogus (known: G-MSR"),
+    (["--anomalies", ""], "--anomalies names no anomaly"),
+    (["--model", "list-append", "--anomalies", "G2,bogus"], "unknown anomaly name(s) bogus"),
+])
+def test_model_and_anomaly_names_are_checked(tmp_path, capsys, extra, what):
+    p = tmp_path / "g2.json"
+    p.write_text(json.dumps(G2_HISTORY))
+    argv = ["check", *(["--model", "list-append"] if "--model" not in extra else []), *extra, str(p)]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2 and out == "" and len(err) == 1 and what in err[0], err
+
+
+def test_the_g2_history_is_invalid_and_anomalies_alone_still_judge(tmp_path, capsys):
+    p = tmp_path / "g2.json"
+    p.write_text(json.dumps(G2_HISTORY))
+    assert main(["check", "--model", "list-append", "-q", str(p)]) == 1
+    assert json.loads(capsys.readouterr().out)["anomaly_types"] == ["G2-item"]
+    assert main(["check", "--model", "list-append", "-q", "--consistency-models", "", "--anomalies", "G2",
+                 "--compact", str(p)]) == 1  # Elle's way: no model, only the anomalies named
+    v = json.loads(capsys.readouterr().out)
+    assert v["valid"] is False and v["anomaly_types"] == ["G2-item"] and v["consistency_models"] == []
+    assert main(["check", "--model", "list-append", "-q", "--consistency-models", "read-committed", str(p)]) == 0
+
+
+@pytest.mark.parametrize("opt", [["--anomalies", "G2"], ["--consistency-models", "serializable"], ["--wfr-keys"],
+                                 ["--directory", "d"]])
+def test_transactional_options_without_model_are_refused_not_ignored(tmp_path, capsys, opt):
+    p = ledger_with_lost_and_phantom(tmp_path, "ledger")
+    code, out, err = run_cli(["check", str(p), *opt], capsys)
+    assert code == 2 and len(err) == 1 and f"{opt[0]}: only with --model" in err[0], err
+
+
+def test_a_run_is_judged_with_its_own_model(tmp_path, capsys):
+    p = tmp_path / "h.jsonl"
+    p.write_text(LA_HEADER + txn_line([["append", 1, 1]]) + txn_line([["r", 1, [1]]], 1))
+    assert main(["check", "--model", "list-append", "-q", str(p)]) in (0, 1)
+    capsys.readouterr()
+    assert "judged with --model list-append, not rw-register" in one_line_error(
+        ["check", "--model", "rw-register", str(p)], capsys, p, ":")
+    q = ledger_with_lost_and_phantom(tmp_path, "ledger")
+    assert "a run of workload 'ledger' holds no transactions" in one_line_error(
+        ["check", "--model", "list-append", str(q)], capsys, q, ":")
+
+
+def write(tmp_path, workload, ops, name="h.jsonl"):
+    h = History(workload, {})
+    for op in ops:
+        h.add(*op)
+    p = tmp_path / name
+    h.write_jsonl(p)
+    return p
+
+
+E_UNK = __import__("ndbchaos.history", fromlist=["ErrorInfo"]).ErrorInfo(2013, None, "unknown", "lost")
+
+
+@pytest.mark.parametrize("workload, ops, why", [
+    ("pk_update", [], "no operation succeeded (0 operations)"),
+    ("pk_update", [(1, "update", 1, "info", 0.0, 1.0, "n", E_UNK)] * 3, "no operation succeeded (3 operations)"),
+    ("pk_update", [(1, "update", 1, "fail", 0.0, 1.0, "n", E_UNK)] * 3, "no operation succeeded"),
+    ("ledger", [(1, "insert", i, "info", i, i + 0.5, "n", E_UNK) for i in range(4)]
+     + [(2, "read", [], "ok", 9.0, 9.5, "n")], "no insert with a known outcome (4 inserts, all indeterminate)"),
+    ("ledger", [(2, "read", [], "ok", 9.0, 9.5, "n")], "no insert in it"),
+])
+def test_nothing_judged_is_unknown_never_valid(tmp_path, capsys, workload, ops, why):
+    p = write(tmp_path, workload, ops)
+    assert main(["check", "--compact", str(p)]) == 1
+    out, err = capsys.readouterr()
+    v = json.loads(out)
+    assert v["valid"] == "unknown" and why in v["checks"]["input"]["summary"]
+    assert "input: unknown: " + why.split(" (")[0] in err
+
+
+def test_a_single_transaction_is_an_empty_graph_not_valid(tmp_path, capsys):
+    p = tmp_path / "one.json"
+    p.write_text(json.dumps([{"type": "invoke", "process": 0, "value": [["w", 1, 1]]},
+                             {"type": "ok", "process": 0, "value": [["w", 1, 1]]}]))
+    assert main(["check", "--model", "rw-register", "--compact", "-q", str(p)]) == 1
+    v = json.loads(capsys.readouterr().out)
+    assert v["valid"] == "unknown" and v["anomaly_types"] == ["empty-transaction-graph"]
+
+
+@pytest.mark.parametrize("text, what", [
+    ("[]", "no fault window in it"),
+    ('{"windows": []}', "no fault window in it"),
+    ("", "not JSON"),
+    ("\xff\xfe", "not UTF-8"),
+    (nested(3000), "nested deeper than"),
+    ('{"windows": ' + nested(70) + "}", "nested deeper than"),
+    ('[{"start": "x"}]', "window 0: start must be a number"),
+    ('["a"]', "window 0: must be an object"),
+    ('{"a": 1}', "fault windows must be a list"),
+])
+def test_a_bad_windows_file_is_one_line(tmp_path, capsys, text, what):
+    p = ledger_with_lost_and_phantom(tmp_path, "ledger")
+    w = tmp_path / "w.json"
+    w.write_bytes(text.encode("latin-1") if text.startswith("\xff") else text.encode())
+    line = one_line_error(["check", str(p), "--windows", str(w)], capsys, w, "")
+    assert what in line, line
+
+
+def test_a_windows_directory_or_missing_file_is_one_line(tmp_path, capsys):
+    p = ledger_with_lost_and_phantom(tmp_path, "ledger")
+    assert "cannot open" in one_line_error(["check", str(p), "--windows", str(tmp_path)], capsys, tmp_path, ":")
+    assert "cannot open" in one_line_error(["check", str(p), "--windows", str(tmp_path / "no")], capsys,
+                                           tmp_path / "no", ":")
+
+
+@pytest.mark.parametrize("run, what", [
+    ({"steps": "x"}, "run record field 'steps' must be a list, not str"),
+    ({"steps": [1]}, "run record steps[0] must be an object"),
+    ({"steps": [{"begin": "a", "end": 1}]}, "steps[0].begin must be a number"),
+    ({"phases": "x"}, "run record field 'phases' must be a list"),
+    ({"windows": "x"}, "run record field 'windows' must be a list or an object"),
+    ({"cluster_samples": [{"t": None}]}, "cluster_samples[0].t must be a number"),
+])
+def test_a_bad_run_record_is_one_line(tmp_path, capsys, run, what):
+    p = tmp_path / "h.jsonl"
+    p.write_text(json.dumps({"history": 1, "workload": "ledger", "params": {}, "run": run}) + "\n" + GOOD)
+    assert what in one_line_error(["check", str(p)], capsys, p, ":")
+
+
+def test_a_bad_declaration_is_one_line(tmp_path, capsys):
+    p = tmp_path / "h.jsonl"
+    p.write_text(json.dumps({"history": 1, "workload": "orders", "params": {"declared": {"operations": [1]}}})
+                 + "\n" + GOOD)
+    assert "params.declared must be" in one_line_error(["check", str(p)], capsys, p, ":")
+    p.write_text(json.dumps({"history": 1, "workload": "orders", "params": {
+        "declared": {"operations": [{"name": "insert", "key": "k"}], "final_keys": True}}}) + "\n" + GOOD)
+    assert "declares key 'k'" in one_line_error(["check", str(p)], capsys, p, ":")
