@@ -4,7 +4,10 @@ RESULTS is the Allure results folder a run wrote (each scenario attaches its run
 ``run.jsonl``), a folder of run records, or one. The verdict is the one ``pytest --gate FILE``
 gave on that run: both judge the same records with the same code (ndbchaos.gate). Prints the
 table, writes the JSON with ``--json-out``. Exit 0: passed (warnings allowed); 6: an objective
-of severity fail was missed, or a safety check failed; 2: a bad gate file or results folder.
+of severity fail was missed, or a safety check failed; 4: the gate judged nothing (a file with no
+objective, a pattern that names no scenario of the results, or no objective that could be
+evaluated on any scenario), as ``pytest --gate`` exits; 2: a bad gate file, results folder or
+``--json-out``, one line naming the file and nothing written.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..errors import UsageError
 from ..gate import GATE_FAILED, evaluate, load, table
-from ..gate.results import load_baseline, load_runs
+from ..gate.results import load_baseline, load_runs, skipped_scenarios
+from ..gate.spec import GateJudgedNothing
 from . import HELP
 
 
@@ -33,14 +38,33 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-
+    out = Path(args.json_out) if args.json_out else None
+    if out is not None and (out.is_dir() or (out.parent.exists() and not out.parent.is_dir())):
+        raise UsageError(f"--json-out {out}: " + ("a folder" if out.is_dir() else f"{out.parent} is not a folder")
+                         + ", give a file path")
     gate = load(args.gate)
     runs = load_runs(args.results)
+    skipped = skipped_scenarios(args.results)
+    # the catalogue offline: what ran and what the results hold as skipped (live: what was collected)
+    unknown = gate.unknown_patterns([r.ids for r in runs] + [ids for ids, _ in skipped],
+                                    {m for r in runs for m in r.markers} | {m for _, ms in skipped for m in ms})
+    if unknown:
+        e = unknown[0]
+        raise GateJudgedNothing(f"{gate.path}:{e.line}: match {e.patterns}: no scenario of {args.results} matches "
+                                "(a typo, or a scenario this run did not include)")
     baseline = load_baseline(args.baseline or gate.baseline)
-    result = evaluate(gate, runs, baseline=baseline)  # entries matching no result: NOT EVALUATED
+    result = evaluate(gate, runs, expected=[*skipped, *((r.ids, r.markers) for r in runs)], baseline=baseline)
     print(table(result))
-    if args.json_out:
-        Path(args.json_out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json_out).write_text(json.dumps(result, indent=1))
-    return GATE_FAILED if result["result"] == "fail" else 0
+    if out is not None:
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(result, indent=1))
+        except OSError as e:
+            raise UsageError(f"--json-out {out}: cannot write it ({e.strerror or e})") from None
+    if result["result"] == "fail":
+        return GATE_FAILED
+    if result["result"] == "not evaluated":
+        raise GateJudgedNothing(f"{gate.path}: no objective of the gate could be evaluated on any scenario of "
+                                f"{args.results} ({len(runs)} run(s); every row NOT EVALUATED)")
+    return 0
 

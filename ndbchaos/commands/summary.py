@@ -5,7 +5,9 @@ scenario: its status, the engine, detection / shut-down / stopped-serving / reco
 their bounds, the longest outage per SQL node, the client errors by class and code, and the
 durability verdict (lost acknowledged writes, those within the engine's crash window, writes of
 unknown outcome). Markdown by default (what docs/ndb.md's figures table is made of), JSON with
-``--json``. Exit 2 with one line when the folder has no results.
+``--json``. Exit 2 with one line naming the file when the folder has no results, a result is not
+one Allure writes, an attachment lies outside the folder, or a measurements or verdict attachment
+is not what a run writes.
 """
 
 from __future__ import annotations
@@ -32,11 +34,50 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _load(folder: Path, source: str):
+def _load(folder: Path, source: str, what: str):
+    """The JSON of an attachment (read_results checked it lies inside the folder); one line
+    naming its file when it cannot be read or is not JSON."""
+    f = folder / source
     try:
-        return json.loads((folder / source).read_text())
-    except (OSError, ValueError):
-        return None
+        return json.loads(f.read_bytes().decode("utf-8"))
+    except OSError as e:
+        raise UsageError(f"{f}: the {what} attachment cannot be read ({e.strerror or e})") from None
+    except RecursionError:
+        raise UsageError(f"{f}: not the {what} a run writes: a value nested too deep") from None
+    except ValueError as e:
+        raise UsageError(f"{f}: not the {what} a run writes: not JSON ({' '.join(str(e).split())})") from None
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _measurements(f: Path, m) -> dict:
+    """The measurements attachment, checked where the table reads it: {name: {value, bound}}."""
+    if not isinstance(m, dict):
+        raise UsageError(f"{f}: not the measurements a run writes: a JSON {type(m).__name__}, not an object")
+    for k, v in m.items():
+        if k not in TIMES and not k.startswith("outage on "):
+            continue
+        if not isinstance(v, dict) or not _number(v.get("value")) or not (
+                v.get("bound") is None or _number(v.get("bound"))):
+            raise UsageError(f"{f}: measurement {k!r}: must be {{\"value\": number, \"bound\": number or null}}")
+    return m
+
+
+def _verdict_cells(f: Path, saved) -> tuple[dict, str]:
+    """(errors, durability) of the saved verdict; one line naming its file when it is not one."""
+    if not isinstance(saved, dict):
+        raise UsageError(f"{f}: not the verdict a run writes: a JSON {type(saved).__name__}, not an object")
+    checks = saved.get("checks", {})
+    if not isinstance(checks, dict) or not all(isinstance(c, dict) for c in checks.values()):
+        raise UsageError(f"{f}: not the verdict a run writes: checks must map check names to objects")
+    try:
+        verdict = RunVerdict.from_json(saved)
+        return _errors(verdict), _durability(verdict)
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+        raise UsageError(f"{f}: not the verdict a run writes ({type(e).__name__}: "
+                         f"{' '.join(str(e).split())})") from None
 
 
 def scenario_rows(folder: Path) -> list[dict]:
@@ -48,19 +89,20 @@ def scenario_rows(folder: Path) -> list[dict]:
         att = {a["name"]: a["source"] for a in attachments(r)}
         if "measurements" not in att and "measurements (incomplete run)" not in att:
             continue  # not a scenario (framework tests write no measurements)
-        m = _load(folder, att.get("measurements") or att["measurements (incomplete run)"]) or {}
-        saved = _load(folder, att["verdict"]) if "verdict" in att else None
-        verdict = RunVerdict.from_json(saved) if isinstance(saved, dict) else None
+        source = att.get("measurements") or att["measurements (incomplete run)"]
+        m = _measurements(folder / source, _load(folder, source, "measurements"))
+        errors, durability = (_verdict_cells(folder / att["verdict"], _load(folder, att["verdict"], "verdict"))
+                              if "verdict" in att else ({}, ""))
         engine = next((lb["value"].split(":", 1)[1].strip() for lb in r.get("labels", [])
                        if lb.get("name") == "epic" and str(lb.get("value", "")).startswith("engine:")), "")
         # the scenario's own name (its declaration: the "sc" or "sk" parameter), not the test function's
-        name = next((p["value"] for p in r.get("parameters", []) if p.get("name") in ("sc", "sk")), None)
+        name = next((p.get("value") for p in r.get("parameters", []) if p.get("name") in ("sc", "sk")), None)
         row = {"test": name or r.get("fullName", "").rsplit("#", 1)[-1].rsplit(".", 1)[-1],
                "title": r.get("name", ""),
                "engine": engine, "status": r.get("status", ""), "start": r.get("start", 0),
                "times": {k: (m[k]["value"], m[k].get("bound")) for k in TIMES if k in m},
                "outage": {k[len("outage on "):]: v["value"] for k, v in m.items() if k.startswith("outage on ")},
-               "errors": _errors(verdict), "durability": _durability(verdict)}
+               "errors": errors, "durability": durability}
         rows.append(row)
     if not rows:
         raise UsageError(f"{folder}: no scenario results in it")

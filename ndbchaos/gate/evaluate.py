@@ -17,11 +17,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..checks import UNKNOWN, RunVerdict, check_run
+from ..errors import UsageError
 from ..txn.check import holds
 from ..history import OK, History
 from .spec import OBJECTIVES, Gate, matches
 
 PASS, WARN, FAIL, NOT_EVALUATED = "PASS", "WARN", "FAIL", "NOT EVALUATED"
+#: rows every scenario gets whatever the file says: they judge the run, not the gate's objectives
+_ALWAYS = ("safety: ", "scenario verdict")
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Run:
     markers: list[str]
     history: History
     names: list[str] = field(default_factory=list)  # other ids it answers to (scenario name, node id)
+    source: str = ""  # the file it was read from (offline), for an error naming it
 
     @property
     def ids(self) -> list[str]:
@@ -228,7 +232,14 @@ def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[s
     rows: list[Row] = []
     figures = {}
     for run in runs:
-        r, f = judge(run, gate, baseline)
+        try:
+            r, f = judge(run, gate, baseline)
+        except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
+            if not run.source:
+                raise  # a record this session wrote: a defect of the framework, not the user's input
+            # a saved run record whose header is not what a run writes: one line naming its file
+            raise UsageError(f"{run.source}: its run header is not one a run writes "
+                             f"({type(e).__name__}: {' '.join(str(e).split())})") from None
         rows += r
         figures[run.test_id] = f
     ran = {run.test_id for run in runs}
@@ -243,11 +254,21 @@ def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[s
     return {**summarize(gate, rows), "figures": figures}
 
 
+def judged(rows: list[Row]) -> list[str]:
+    """The scenarios on which at least one of the gate's own objectives was evaluated (the safety
+    and scenario verdict rows every run gets do not count: they judge the run, not the gate)."""
+    return sorted({r.scenario for r in rows if r.status != NOT_EVALUATED and r.objective != "(all)"
+                   and not r.objective.startswith(_ALWAYS)})
+
+
 def summarize(gate: Gate, rows: list[Row]) -> dict:
-    """Result, rows and counts of a set of rows (a session's, or one scenario's)."""
+    """Result, rows and counts of a set of rows (a session's, or one scenario's). ``result``:
+    ``fail`` (a row of severity fail failed), else ``not evaluated`` when no objective of the gate
+    could be evaluated on any scenario (never a pass), else ``warn`` or ``pass``."""
     statuses = {r.status for r in rows}
-    return {"gate": gate.path, "result": "fail" if FAIL in statuses else "warn" if WARN in statuses else "pass",
-            "rows": [r.to_json() for r in rows],
+    some = judged(rows)
+    result = "fail" if FAIL in statuses else "not evaluated" if not some else "warn" if WARN in statuses else "pass"
+    return {"gate": gate.path, "result": result, "rows": [r.to_json() for r in rows], "judged": len(some),
             "counts": {s: sum(1 for r in rows if r.status == s) for s in (PASS, WARN, FAIL, NOT_EVALUATED)}}
 
 
@@ -277,5 +298,5 @@ def _fmt(v) -> str:
     return str(v)
 
 
-__all__ = ["FAIL", "NOT_EVALUATED", "PASS", "Row", "Run", "WARN", "evaluate", "judge", "measure", "summarize",
-           "table"]
+__all__ = ["FAIL", "NOT_EVALUATED", "PASS", "Row", "Run", "WARN", "evaluate", "judge", "judged", "measure",
+           "summarize", "table"]

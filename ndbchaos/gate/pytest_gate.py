@@ -5,7 +5,9 @@ one line before anything starts). Checks every pattern against the collected cat
 any cluster starts, judges each scenario as it finishes (its rows are attached to its Allure
 result and summed up in one line), and at the end prints one table, writes ``gate.json`` and,
 when no test failed otherwise, exits with ``GATE_FAILED`` if an objective of severity fail was
-missed. Scenarios the gate names that did not run are NOT EVALUATED.
+missed, or with ``NOTHING_JUDGED`` (pytest's usage error, 4, the code of a pattern that names no
+scenario) if no objective of the gate could be evaluated on any scenario: never a pass.
+Scenarios the gate names that did not run are NOT EVALUATED.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from . import FAIL, GATE_FAILED, NOT_EVALUATED, WARN, Run, evaluate, judge, tabl
 from ..checks import RunVerdict
 from .evaluate import summarize
 from .results import load_baseline
-from .spec import Gate
+from .spec import NOTHING_JUDGED, Gate
 
 NAME = "ndbchaos-gate"
 
@@ -99,6 +101,8 @@ class GatePlugin:
         self.out.write_text(json.dumps(self.result, indent=1))
         if self.result["result"] == "fail" and session.exitstatus == 0:
             session.exitstatus = GATE_FAILED
+        elif self.result["result"] == "not evaluated" and session.exitstatus == 0:
+            session.exitstatus = NOTHING_JUDGED
         alluredir = getattr(session.config.option, "allure_report_dir", None)
         env = Path(alluredir) / "environment.properties" if alluredir else None
         if env is not None and env.exists():
@@ -117,6 +121,9 @@ class GatePlugin:
                                                                  if c[NOT_EVALUATED] else ""))
         if self.result["result"] == "fail":
             terminalreporter.write_line(f"exit code {GATE_FAILED}: the gate failed", red=True)
+        elif self.result["result"] == "not evaluated":
+            terminalreporter.write_line(f"exit code {NOTHING_JUDGED}: no objective of the gate could be evaluated "
+                                        "on any scenario of this session", red=True)
 
     def _terminal(self):
         return getattr(self, "_tr", None)

@@ -5,6 +5,7 @@ run records, or one run record; a baseline is an earlier ``gate.json`` (its ``fi
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ..errors import UsageError
@@ -16,20 +17,46 @@ from .evaluate import Run, judge
 from .spec import Entry, Gate
 
 
-def run_of(history: History, name: str) -> Run:
-    """A Run from a run record; the scenario's ids and markers come from its header."""
-    sc = ScenarioId.of((history.run or {}).get("scenario"))
+def run_of(history: History, name: str, source: str = "") -> Run:
+    """A Run from a run record; the scenario's ids and markers come from its header. UsageError
+    naming ``source`` when the header's ``scenario`` is not what a run writes."""
+    sc = (history.run or {}).get("scenario")
+    strings = ("name", "family", "test", "nodeid")
+    if sc is not None and not (isinstance(sc, dict) and all(isinstance(sc.get(k) or "", str) for k in strings)
+                               and isinstance(sc.get("markers") or [], list)
+                               and all(isinstance(m, str) for m in sc.get("markers") or [])):
+        raise UsageError(f"{source or name}: run.scenario must be an object of strings "
+                         f"({', '.join(strings)}) and a list of markers")
+    sc = ScenarioId.of(sc)
     if sc is None:
-        return Run(name, [], history, [])
+        return Run(name, [], history, [], source)
     test_id = sc.test or sc.name or name
     names = [x for x in (sc.name, sc.nodeid) if x and x != test_id]
-    return Run(test_id, list(sc.markers or ([sc.family] if sc.family else [])), history, names)
+    return Run(test_id, list(sc.markers or ([sc.family] if sc.family else [])), history, names, source)
 
 
 def _allure_run_files(d: Path) -> list[tuple[Path, str]]:
     """(run record, result name) of every scenario result that ran, oldest first."""
     return [(d / a["source"], r.get("name", "")) for r in read_results(d) if r.get("status") != "skipped"
-            for a in attachments(r) if a.get("name") in RUN_ATTACHMENTS]
+            for a in attachments(r) if a["name"] in RUN_ATTACHMENTS]
+
+
+def skipped_scenarios(path: str | Path) -> list[tuple[list[str], list[str]]]:
+    """(ids, markers) of the scenarios an Allure results folder holds as skipped: the offline
+    counterpart of the collected catalogue, so an entry naming only them is NOT EVALUATED, not a
+    pattern that names nothing. Ids: the result's name and its scenario parameter; markers: its tags."""
+    p = _results_folder(Path(path))
+    if not p.is_dir():
+        return []
+    out = []
+    for r in read_results(p):
+        if r.get("status") != "skipped":
+            continue
+        ids = [x for x in (r.get("name"), *(q.get("value") for q in r.get("parameters", [])
+                                               if q.get("name") in ("sc", "sk"))) if x]
+        if ids:
+            out.append((ids, [lb.get("value", "") for lb in r.get("labels", []) if lb.get("name") == "tag"]))
+    return out
 
 
 def _results_folder(p: Path) -> Path:
@@ -53,20 +80,23 @@ def load_runs(path: str | Path) -> list[Run]:
         raise UsageError(f"results {p}: not found")
     p = _results_folder(p)
     single = p.is_file()
+    named = [] if single else _allure_run_files(p)  # the run records Allure results name
     files = [(p, p.name)] if single else (
-        _allure_run_files(p) or [(f, f.name) for f in sorted(p.glob("*.jsonl*")) + sorted(p.glob("*.nch"))])
+        named or [(f, f.name) for f in sorted(p.glob("*.jsonl*")) + sorted(p.glob("*.nch"))])
     runs, skipped = [], []
     for f, name in files:
         try:
             h = History.read(f)
-        except (OSError, HistoryFormatError) as e:
-            if single:
-                raise UsageError(f"{f}: not a run record: {e}") from None
+        except RecursionError:
+            raise UsageError(f"{f}: not a run record: a value nested too deep") from None
+        except (OSError, ValueError, HistoryFormatError) as e:
+            if single or named:  # the one file given, or a run record a result names
+                raise UsageError(f"{f}: not a run record: {_one_line(e)}") from None
             skipped.append(f.name)  # in a folder: another file of the run (e.g. Allure's history.jsonl)
             continue
         if h.run is None:
             continue  # a bare history: no scenario to judge
-        runs.append(run_of(h, name))
+        runs.append(run_of(h, name, str(f)))
     if not runs:
         why = f" (not run records: {', '.join(skipped)})" if skipped else ""
         raise UsageError(f"results {p}: no scenario run record (run.jsonl) in it{why}; pass the Allure results "
@@ -85,14 +115,24 @@ def load_baseline(path: str | Path | None) -> dict | None:
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
         try:
-            data = json.loads(p.read_text())
+            data = json.loads(p.read_bytes().decode("utf-8"))
+        except RecursionError:
+            raise UsageError(f"baseline {p}: not a gate.json: a value nested too deep") from None
         except (OSError, ValueError) as e:
-            raise UsageError(f"baseline {p}: not JSON: {e}") from None
+            raise UsageError(f"baseline {p}: not JSON: {_one_line(e)}") from None
         if not isinstance(data, dict) or not isinstance(data.get("figures"), dict):
             raise UsageError(f"baseline {p}: not a gate.json (no 'figures')")
+        for sid, fig in data["figures"].items():
+            if not isinstance(fig, dict) or not all(
+                    isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in fig.values()):
+                raise UsageError(f"baseline {p}: figures {sid!r}: must map objectives to numbers")
         return data["figures"]
     empty = Gate(str(p), Entry([], {}), [])  # no objectives: the figures only
     return {r.test_id: judge(r, empty)[1] for r in load_runs(p)}
 
 
-__all__ = ["load_baseline", "load_runs", "run_of"]
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split())
+
+
+__all__ = ["load_baseline", "load_runs", "run_of", "skipped_scenarios"]

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import tomllib
 
-from ..errors import UsageError
+from ..errors import NdbChaosError, UsageError
 from ..txn.models import check_models
 
 PHASES = ("baseline", "fault", "recovery", "all")
@@ -110,20 +110,40 @@ class GateFileError(UsageError):
     pass
 
 
+#: exit code of a gate that judged nothing: a gate file with no objective, a pattern that names no
+#: scenario, or a session in which no objective of the gate could be evaluated on any scenario.
+#: The same live (``pytest --gate``: pytest's usage error, 4) and offline (``ndbchaos gate``).
+NOTHING_JUDGED = 4
+
+
+class GateJudgedNothing(NdbChaosError):
+    """The gate cannot judge what it names: never a pass (``NOTHING_JUDGED``)."""
+
+    exit_code = NOTHING_JUDGED
+
+
 def load(path: str | Path) -> Gate:
     p = Path(path)
     if not p.is_file():
         raise GateFileError(f"gate file {p}: not found")
-    text = p.read_text(encoding="utf-8", errors="replace")
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise GateFileError(f"gate file {p}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise GateFileError(f"{p}: not a TOML file (not UTF-8 text at byte {e.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise GateFileError(f"{p}: not valid TOML: {e}") from None
+    except RecursionError:
+        raise GateFileError(f"{p}: not a gate file: a value nested too deep") from None
     where = _Locator(str(p), text)
     for k in data:
         if k not in TOP_KEYS:
             raise where.error(None, k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
-    if data.get("version", 1) != 1:
+    version = data.get("version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version != 1:
         raise where.error(None, "version", "must be 1")
     baseline = data.get("baseline")
     if baseline is not None and not isinstance(baseline, str):
@@ -136,6 +156,10 @@ def load(path: str | Path) -> Gate:
         raise where.error(None, "scenario", "must be an array of tables ([[scenario]])")
     gate = Gate(str(p), _entry(defaults, where, None), [_entry(x, where, i) for i, x in enumerate(entries)],
                 baseline)
+    if not gate.defaults.objectives and not gate.defaults.regression_pct and not any(
+            e.objectives or e.regression_pct for e in gate.entries):
+        raise GateJudgedNothing(f"{p}: the gate states no objective (in [defaults] or a [[scenario]]): "
+                                "it would judge nothing")
     return gate
 
 
@@ -155,8 +179,8 @@ def _entry(d: dict, where: "_Locator", index: int | None) -> Entry:
     if sev not in ("fail", "warn"):
         raise where.error(section, "severity", 'must be "fail" or "warn"')
     warn = d.get("warn", [])
-    if not isinstance(warn, list) or any(w not in OBJECTIVES for w in warn):
-        raise where.error(section, "warn", "must be a list of objective names")
+    if not isinstance(warn, list) or any(not isinstance(w, str) or w not in OBJECTIVES for w in warn):
+        raise where.error(section, "warn", "must be a list of objective names (" + ", ".join(OBJECTIVES) + ")")
     objectives = {k: _objective(k, v, where, section) for k, v in d.items() if k in OBJECTIVES}
     reg = d.get("regression_pct", {})
     if not isinstance(reg, dict):
@@ -193,6 +217,8 @@ def _objective(key: str, v, where: "_Locator", section):
         limit_ok = (lambda x: _number(x) and x > 0) if kind == "ms_by_phase" else (lambda x: _number(x) and 0 <= x <= 1)
         what = "a number of ms > 0" if kind == "ms_by_phase" else "a share between 0 and 1"
         table = v if isinstance(v, dict) else {"all": v}
+        if not table:
+            raise bad("an empty table bounds nothing: give a number or {phase = limit}")
         out = {}
         for ph, x in table.items():
             phase, _, op = ph.partition(".")
@@ -205,6 +231,8 @@ def _objective(key: str, v, where: "_Locator", section):
         return out
     if kind in ("s_by_step", "ms_by_step"):
         table = v if isinstance(v, dict) else {"*": v}
+        if not table:
+            raise bad('an empty table bounds nothing: give a number or {"step name or glob" = limit}')
         out = {}
         for step, x in table.items():
             if not isinstance(step, str) or not step.strip():
@@ -271,4 +299,5 @@ class _Locator:
         return GateFileError(f"{where}: {scope}{key}: {why}")
 
 
-__all__ = ["ERROR_CLASSES", "Entry", "Gate", "GateFileError", "OBJECTIVES", "PHASES", "load", "matches"]
+__all__ = ["ERROR_CLASSES", "Entry", "Gate", "GateFileError", "GateJudgedNothing", "NOTHING_JUDGED", "OBJECTIVES",
+           "PHASES", "load", "matches"]

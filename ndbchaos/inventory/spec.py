@@ -108,16 +108,43 @@ def load(path: str | Path, environ: dict | None = None) -> Inventory:
     p = Path(path)
     where = str(path)
     try:
-        text = p.read_text()
+        text = p.read_bytes().decode("utf-8")
     except OSError as e:
         raise InventoryError(f"inventory {where}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError as e:
+        raise InventoryError(f"inventory {where}: not a YAML file (not UTF-8 text at byte {e.start})") from None
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InventoryError(f"inventory {where}: not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
+        why = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise InventoryError(f"inventory {where}: not valid YAML{at}: {why}") from None
+    except RecursionError:
+        raise InventoryError(f"inventory {where}: not an inventory: a value nested too deep") from None
+    if _too_deep(doc):
+        raise InventoryError(f"inventory {where}: not an inventory: a value nested deeper than {MAX_DEPTH} levels")
     return parse(doc, p, environ if environ is not None else dict(os.environ))
+
+
+#: no inventory nests deeper than a few levels (nodes -> a node -> env -> a value); a deeper
+#: document (or one whose aliases refer to themselves) is refused before it is read
+MAX_DEPTH = 32
+
+
+def _too_deep(doc) -> bool:
+    """Whether the document nests deeper than MAX_DEPTH (iterative: no recursion on a hostile
+    file; a container that contains itself through a YAML alias counts as too deep)."""
+    todo, deepest = [(doc, 0)], {}  # id -> the deepest level it was reached at (aliases share a value)
+    while todo:
+        v, depth = todo.pop()
+        if not isinstance(v, (dict, list)) or deepest.get(id(v), -1) >= depth:
+            continue
+        if depth >= MAX_DEPTH:
+            return True
+        deepest[id(v)] = depth
+        todo += [(x, depth + 1) for x in (list(v) + list(v.values()) if isinstance(v, dict) else v)]
+    return False
 
 
 def parse(doc, path: Path, environ: dict) -> Inventory:
@@ -128,11 +155,11 @@ def parse(doc, path: Path, environ: dict) -> Inventory:
 
     if not isinstance(doc, dict):
         raise bad("expected a mapping with engine, hosts and nodes")
-    extra = sorted(set(doc) - TOP_KEYS)
+    extra = sorted(set(doc) - TOP_KEYS, key=str)
     if extra:
         raise bad(f"unknown key {extra[0]!r} (expected {', '.join(sorted(TOP_KEYS))})")
     engine = doc.get("engine")
-    if engine not in ROLES:
+    if not isinstance(engine, str) or engine not in ROLES:
         raise bad(f"engine must be one of {', '.join(ROLES)}, not {engine!r}")
     name = str(doc.get("name") or path.stem)
     if not NAME.match(name):
@@ -154,10 +181,10 @@ def parse(doc, path: Path, environ: dict) -> Inventory:
     if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
         raise bad("ssh options must be a list of ssh arguments")
     ssh["options"] = opts
-    try:
-        ssh["connect_timeout"] = int(ssh.get("connect_timeout") or 10)
-    except (TypeError, ValueError):
-        raise bad("ssh connect_timeout must be a whole number of seconds") from None
+    timeout = ssh.get("connect_timeout") or 10
+    if isinstance(timeout, bool) or not re.fullmatch(r"[0-9]{1,6}", str(timeout).strip()) or int(timeout) < 1:
+        raise bad("ssh connect_timeout must be a whole number of seconds (1 or more)")
+    ssh["connect_timeout"] = int(timeout)
     env = _env(doc.get("env"), "env", environ, bad)
 
     hosts_doc = doc.get("hosts")
@@ -190,7 +217,7 @@ def parse(doc, path: Path, environ: dict) -> Inventory:
             raise bad(f"{label}: expected a mapping")
         if nd.get("name"):
             label += f" ({nd['name']})"
-        unknown = sorted(set(nd) - NODE_KEYS)
+        unknown = sorted(set(nd) - NODE_KEYS, key=str)
         if unknown:
             raise bad(f"{label}: unknown key {unknown[0]!r} (expected {', '.join(sorted(NODE_KEYS))})")
         nm = nd.get("name")
@@ -203,7 +230,7 @@ def parse(doc, path: Path, environ: dict) -> Inventory:
         if role not in ROLES[engine]:
             raise bad(f"{label}: role {role!r} is not one of {engine}'s ({', '.join(ROLES[engine])})")
         host = nd.get("host")
-        if host not in hosts:
+        if not isinstance(host, str) or host not in hosts:
             raise bad(f"{label}: host {host!r} is not in hosts ({', '.join(hosts)})")
         n = NodeSpec(name=nm, role=role, host=host)
         n.nodeid = _int(nd.get("nodeid"), f"{label}: nodeid", bad, low=1, high=255)
@@ -222,7 +249,7 @@ def parse(doc, path: Path, environ: dict) -> Inventory:
             n.process = str(nd["process"])
             try:
                 re.compile(n.process)
-            except re.error as e:
+            except (re.error, RecursionError, OverflowError) as e:
                 raise bad(f"{label}: process pattern {n.process!r} is not a regular expression ({e})") from None
         if nd.get("pidfile"):
             n.pidfile = _abs_path(nd["pidfile"], f"{label}: pidfile", bad)
@@ -274,7 +301,7 @@ def parse(doc, path: Path, environ: dict) -> Inventory:
 def _int(v, what, bad, low: int, high: int) -> int | None:
     if v is None or v == "":
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, str)) or not str(v).strip().isdigit():
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or not re.fullmatch(r"[0-9]{1,9}", str(v).strip()):
         raise bad(f"{what} must be a whole number, not {v!r}")
     i = int(v)
     if not low <= i <= high:
@@ -293,7 +320,7 @@ def _abs_path(v, what, bad) -> str:
 def _address(v, what, bad) -> tuple[str, int]:
     text = str(v)
     host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+    if not sep or not host or not re.fullmatch(r"[0-9]{1,5}", port) or not 0 < int(port) < 65536:
         raise bad(f"{what} {text!r} must be host:port")
     return host.strip("[]"), int(port)
 

@@ -114,7 +114,7 @@ def test_warn_severity_does_not_fail_the_gate(tmp_path):
 def test_a_lost_write_fails_the_gate_whatever_the_file_says(tmp_path):
     h = history()
     h.add(7, "insert", 99_999_999, "ok", 5.0, 5.01, "sql1")  # acknowledged, absent from the final read
-    g = gate_file(tmp_path, '[defaults]\nseverity = "warn"\n')
+    g = gate_file(tmp_path, '[defaults]\nseverity = "warn"\nrecovery_s = 1000\n')
     res = evaluate(g, [run(h=h)])
     safety = rows(res, "safety")[0]
     assert safety["status"] == FAIL and res["result"] == "fail"
@@ -142,7 +142,14 @@ def test_a_named_scenario_that_did_not_run_is_not_evaluated(tmp_path):
     res = evaluate(g, [run()], expected=[(["test_nodegroup_loss[kill_whole_nodegroup]"], ["nodegroup_loss"])])
     ne = [r for r in res["rows"] if r["status"] == NOT_EVALUATED]
     assert [r["scenario"] for r in ne] == ["test_nodegroup_loss[kill_whole_nodegroup]"]
-    assert res["result"] == "pass"  # not evaluated is never passed, and never failed either
+    # the gate judged none of its objectives on any scenario: never a pass (issue 38)
+    assert res["result"] == "not evaluated" and res["judged"] == 0
+    g2 = gate_file(tmp_path, '[[scenario]]\nmatch = "nodegroup_loss"\noutage_s = 1\n'
+                             '[[scenario]]\nmatch = "datanode_loss"\noutage_s = 5\n')
+    res = evaluate(g2, [run()], expected=[(["test_nodegroup_loss[kill_whole_nodegroup]"], ["nodegroup_loss"])])
+    assert res["result"] == "pass" and res["judged"] == 1  # one scenario judged: the other NOT EVALUATED
+    assert [r["scenario"] for r in res["rows"] if r["status"] == NOT_EVALUATED] == [
+        "test_nodegroup_loss[kill_whole_nodegroup]"]
     res = evaluate(g, [run()])  # no catalogue known (offline): the entry itself is listed
     assert [r["scenario"] for r in res["rows"] if r["status"] == NOT_EVALUATED] == ["nodegroup_loss"]
 
