@@ -24,7 +24,7 @@ HeartbeatIntervalDbApi=2000
 ArbitrationTimeout=10000
 TimeBetweenGlobalCheckpoints=1000
 ThreadConfig=ldm={count=8},tc={count=4}
-SomethingNew=3
+BackupReportFrequency=30
 
 [ndb_mgmd]
 NodeId=49
@@ -103,7 +103,7 @@ def test_what_changed_is_said_never_dropped(site):
     changes = "\n".join(twin_of(site).changes)
     for said in ("node groups implied by node id order", "DataMemory=16G -> 64M here", "NoOfFragmentLogFiles=64 -> 4",
                  "DataDir=/data/ndb -> /var/lib/mysql", "ThreadConfig=ldm={count=8},tc={count=4} -> NDB's default",
-                 "SomethingNew=3 not reproduced", "NodeId 14: LockPagesInMainMemory=1 not reproduced",
+                 "BackupReportFrequency=30 not reproduced", "NodeId 14: LockPagesInMainMemory=1 not reproduced",
                  "HostName batch.example.net dropped", "share host app1.example.net", "[tcp] sections not reproduced"):
         assert said in changes, (said, changes)
     text = NdbEngine().layout_text({"ndb_layout": f"config={site}"}, "config.ini")
@@ -120,11 +120,24 @@ def test_explicit_node_groups_win_over_id_order(tmp_path):
 
 @pytest.mark.parametrize("edit,why", [
     (("NodeId=60", "NodeId=200"), "NodeId 200 cannot be reproduced"),
-    (("NoOfReplicas=3", "NoOfReplicas=5"), "NoOfReplicas=5"),
-    (("[ndbd]\nNodeId=14\nHostName=db6.example.net\n", ""), "node group 1 has 2 data nodes"),
-    (("NodeId=61", "NodeId=5"), "NodeId 5 is used twice"),
-    (("[mysqld]", "[api]"), "no [mysqld] with a HostName"),
-    (("NodeId=70\n", ""), "has no NodeId"),
+    # ndb_mgmd's own refusals (config.load_config_ini; each reason and line is ndb_config 9.7.2's for the same
+    # file, checked when it was written), then what a container cannot be
+    (("NoOfReplicas=3", "NoOfReplicas=5"),
+     "line 3: Illegal value 5 for parameter NoOfReplicas. Legal values are between 1 and 4"),
+    (("[ndbd]\nNodeId=14\nHostName=db6.example.net\n", ""), "line 53: Nodegroup 1 has 2 members, NoOfReplicas=3"),
+    (("NodeId=61", "NodeId=5"),
+     "line 49: Duplicate nodeid in section [API] starting at line: 46. Previously used on line 26."),
+    (("NodeId=49", "NodeId=-5"), "line 15: Illegal value -5 for parameter NodeId. Legal values are between 1 and 255"),
+    (("BackupReportFrequency=30", "SomethingNew=3"), "line 12: [DB] Unknown parameter: SomethingNew"),
+    (("HeartbeatIntervalDbDb=1500", "HeartbeatIntervalDbDb=-1"),
+     "line 7: Illegal value -1 for parameter HeartbeatIntervalDbDb. Legal values are between 10 and 4294967039"),
+    (("HostName=db2.example.net", "HostName db2.example.net"), "line 28: Parse error"),
+    (("[ndb_mgmd]\nNodeId=49\nHostName=mgm-a.example.net\nArbitrationRank=1\n[ndb_mgmd]\nNodeId=50\n"
+      "HostName=mgm-b.example.net\nArbitrationRank=2\n", ""),
+     "At least one management server node (ndb_mgmd) should be defined in config file"),
+    (("[mysqld]", "[api]"), "no [mysqld] section"),
+    (("NodeId=14\n", "NodeId=145\n"),
+     "line 39: Illegal value 145 for parameter NodeId. Legal values are between 1 and 144"),
 ])
 def test_what_cannot_be_a_twin_is_refused_in_one_line(tmp_path, edit, why):
     p = tmp_path / "c.ini"

@@ -64,6 +64,8 @@ class NdbConfig:
     defaults: dict[str, dict[str, str]] = field(default_factory=dict)  # type -> lower-cased params
     #: the SQL nodes' [mysqld] options (my.cnf in use: ``mycnf.server_options``); empty when unknown
     mysqld: dict[str, str] = field(default_factory=dict)
+    #: ``defaults`` as the file writes them (``16G`` where ``defaults`` has ``17179869184``): load_config_ini
+    written: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def of_type(self, t: str) -> list[ConfigNode]:
         return [n for n in self.nodes if n.type == t]
@@ -191,3 +193,4 @@ def replace_prefix(text: str, old_prefix: str, new_prefix: str) -> str:
     Prefixes are the first three octets of a /24, e.g. ``10.213.77``."""
     pat = re.compile(r"(?<![\d.])" + re.escape(old_prefix) + r"\.(?=\d)")
     return pat.sub(new_prefix + ".", text)
+

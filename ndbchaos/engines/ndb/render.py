@@ -64,8 +64,8 @@ def config_ini(spec: LayoutSpec, net: str = TEMPLATE_NET) -> str:
     out = [f"# ndbchaos NDB layout {spec} (mounted as /etc/mysql-cluster.cnf; read by ndb_mgmd -f),",
            "# generated from the spec by ndbchaos.engines.ndb.render; `ndbchaos layout SPEC` prints it.",
            "#", *table,
-           f"#   NodeIds {api[0]}-{api[-1]}: spare [api] slots, any host (ndbinfo_select_all, ndb_restore, "
-           "NDB API tools)",
+           *([f"#   NodeIds {api[0]}-{api[-1]}: spare [api] slots, any host (ndbinfo_select_all, ndb_restore, "
+              "NDB API tools)"] if api else []),
            "#",
            "# Addresses follow \"last octet = 100 + NodeId\" and equal the ipv4_address of each service of",
            "# the compose file generated with it. The [ndbd default] values and their reasons are the",

@@ -27,12 +27,16 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import UsageError
+from ...errors import NdbChaosError, UsageError
 from ...resources import COMPOSE_DIR
 from .config import NO_NODEGROUP, parse_config_ini
+from .iniread import ConfigIniError, load_config_ini, ndb_default
+from .ndbconfig_tool import VERSION as NDB_CONFIG_VERSION
+from .ndbconfig_tool import ndb_config
+from .ndbconfig_tool import read as ndb_config_read
 from .mycnf import read as read_mycnf
 from .mycnf import twin_mysqld
-from .spec import MAX_ADDRESS_NODE_ID, MAX_CONTAINERS, MAX_DATA_NODE_ID, MEMORY_CEILING_MIB, REPLICAS, estimate_mib
+from .spec import MAX_ADDRESS_NODE_ID, MAX_CONTAINERS, MAX_DATA_NODE_ID, MEMORY_CEILING_MIB, estimate_mib
 
 #: data node parameters kept from the user's file: availability is decided by these
 KEPT = {k.lower(): k for k in (
@@ -136,27 +140,71 @@ def _connection_sections(text: str) -> list[str]:
                                                         re.I)})
 
 
+def _kept(data: list, changes: list[str]) -> dict:
+    """``KEPT`` of the user's data nodes: the value each runs (its own, its [ndbd default]'s, or
+    NDB's default where the file says nothing: ndb_config's table), canonical name -> value. The
+    defaults are written explicitly, so the twin never runs the default layout's faster values
+    (HeartbeatIntervalDbDb 1000 ms where NDB's is 5000 ms), and said in ``changes``; a value that
+    differs between data nodes runs the lowest node id's on every one, said too."""
+    out, defaulted = {}, []
+    for k, name in sorted(KEPT.items(), key=lambda kv: kv[1]):
+        default = ndb_default(k)
+        runs = {n.node_id: n.get(k, default) for n in data}
+        given = any(n.get(k) is not None for n in data)
+        if not runs or all(v is None for v in runs.values()):
+            continue
+        first = min(runs)
+        if len(set(runs.values())) > 1:
+            changes.append(f"[ndbd] {name} differs between your data nodes ("
+                           + ", ".join(f"NodeId {i}: {v}" for i, v in sorted(runs.items()))
+                           + f"): every data node of the twin runs {runs[first]} (NodeId {first}'s)")
+        out[name] = runs[first]
+        if not given:
+            defaulted.append(f"{name}={default}")
+    if defaulted:
+        changes.append("failure detection, arbitration and checkpoint settings your file leaves unset run NDB's "
+                       "defaults, written explicitly (not the default layout's faster ones): " + ", ".join(defaulted))
+    return out
+
+
+def _read(p: Path, flag: str) -> bytes:
+    """The bytes of a file a user names; UsageError (one line) when it cannot be read."""
+    try:
+        return p.read_bytes()
+    except IsADirectoryError:
+        raise UsageError(f"{flag} {p}: is a directory, not a file") from None
+    except OSError as e:
+        raise UsageError(f"{flag} {p}: {e.strerror or e}") from None
+
+
+def engine_refusal(data: bytes) -> str | None:
+    """ndb_config's refusal of ``data`` (``line N: reason``) where a distribution is at hand
+    (``ndbconfig_tool.ndb_config``), else None; UsageError when NDBCHAOS_NDB_DIST names no usable one."""
+    try:
+        tool = ndb_config()
+    except NdbChaosError as e:
+        raise UsageError(str(e)) from None
+    return None if tool is None else ndb_config_read(tool, data).error
+
+
 def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayout:
     """The twin of the cluster ``path`` (a config.ini) describes, its SQL nodes with the options of
     ``mycnf_path`` (the user's my.cnf: ``mycnf.twin_mysqld``) when given; UsageError (one line) when
-    its shape cannot be reproduced here or a file cannot be read."""
+    the file cannot be read, when ndb_mgmd 9.7.2 refuses it (ndb_config's own reason where a
+    distribution is at hand, ``iniread.load_config_ini``'s, the same, otherwise), or when its shape
+    cannot be reproduced here."""
     p = Path(path).expanduser()
-    try:
-        text = p.read_text()
-    except OSError as e:
-        raise UsageError(f"--ndb-config {path}: {e.strerror or e}") from None
+    raw = _read(p, "--ndb-config")
     what = f"--ndb-config {p}"
-    cfg = parse_config_ini(text)
-    if not cfg.nodes:
-        raise UsageError(f"{what}: no node sections ([ndb_mgmd], [ndbd], [mysqld], [api])")
-    if any(n.node_id is None for n in cfg.nodes):
-        raise UsageError(f"{what}: a node section has no NodeId (the twin keeps every node's id: give each one)")
+    refused = engine_refusal(raw)
+    if refused:
+        raise UsageError(f"{what}: {refused} (ndb_config {NDB_CONFIG_VERSION})")
     try:
-        replicas = int(cfg.data_param("NoOfReplicas", 2))
-    except ValueError:
-        raise UsageError(f"{what}: NoOfReplicas={cfg.data_param('NoOfReplicas')!r} is not a number") from None
-    if replicas not in REPLICAS:
-        raise UsageError(f"{what}: NoOfReplicas={replicas}; NDB supports 1-4")
+        cfg = load_config_ini(raw)
+    except ConfigIniError as e:
+        raise UsageError(f"{what}: {e}") from None
+    text = raw.decode("latin-1")
+    replicas = int(cfg.data_param("NoOfReplicas", ndb_default("NoOfReplicas")))
     names = _original_keys(text)
     changes: list[str] = []
 
@@ -168,18 +216,14 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
     if implied:
         changes.append("node groups implied by node id order (NDB's own assignment), written explicitly: "
                        + ", ".join(f"NodeId {i} -> {g}" for i, g in sorted(implied.items())))
-    for g, members in sorted(groups.items()):
-        if len(members) != replicas:
-            raise UsageError(f"{what}: node group {g} has {len(members)} data nodes (NodeIds "
-                             f"{', '.join(map(str, members))}); NoOfReplicas={replicas} needs {replicas}")
-
+    # (node groups of NoOfReplicas members and unique ids: load_config_ini refused any other, as ndb_mgmd does)
     ids = [n.node_id for n in cfg.nodes]
-    dup = sorted({i for i in ids if ids.count(i) > 1})
-    if dup:
-        raise UsageError(f"{what}: NodeId {dup[0]} is used twice")
     for n in data:
         if n.node_id > MAX_DATA_NODE_ID:
-            raise UsageError(f"{what}: data node NodeId {n.node_id}; data node ids end at {MAX_DATA_NODE_ID}")
+            # ndb_mgmd 9.7.2 numbers a data node section past 144 when earlier ids run out (ndb_config
+            # accepts it); no data node runs with such an id
+            raise UsageError(f"{what}: [ndbd] NodeId {n.node_id} (as ndb_mgmd numbers it); data node ids end at "
+                             f"{MAX_DATA_NODE_ID}")
     too_high = [i for i in ids if i > MAX_ADDRESS_NODE_ID]
     if too_high:
         raise UsageError(f"{what}: NodeId {too_high[0]} cannot be reproduced: a twin's node lives at 100 + NodeId "
@@ -187,11 +231,18 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
 
     nodes, ranks, hosts, api_ids = [], {}, {}, []
     count = {"mgm": 0, "data": 0, "spare": 0, "sql": 0}
+    mysqld = [n for n in cfg.api_nodes if n.section == "mysqld"]
+    # the SQL nodes: the [mysqld] sections that name their host; where none does (the manual's own
+    # examples leave [mysqld] slots open to any host), every [mysqld] section
+    sql_ids = {n.node_id for n in mysqld if n.hostname} or {n.node_id for n in mysqld}
+    if mysqld and not any(n.hostname for n in mysqld):
+        changes.append("your [mysqld] sections name no host: each is an SQL node here (NodeIds "
+                       + ", ".join(str(i) for i in sorted(sql_ids)) + ")")
     for n in sorted(cfg.nodes, key=lambda x: x.node_id):
         role = _ROLE[n.type]
         if n.type == "NDB" and n.nodegroup == NO_NODEGROUP:
             role = "spare"
-        if n.type == "API" and (n.section != "mysqld" or not n.hostname):
+        if n.type == "API" and n.node_id not in sql_ids:
             # an API slot: ndb_restore, NDB API applications, tools; any host may take it
             api_ids.append(n.node_id)
             if n.hostname:
@@ -204,7 +255,7 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
         ranks[n.node_id] = n.arbitration_rank
         hosts[n.node_id] = n.hostname or ""
         own = {k for k in n.params if k not in cfg.defaults.get(n.type, {}) or n.params[k] != cfg.defaults[n.type][k]}
-        for k in sorted(own - NODE_KEPT):
+        for k in sorted(own - NODE_KEPT - (set(KEPT) if n.type == "NDB" else set())):
             changes.append(f"[{n.section}] NodeId {n.node_id}: {names.get(k, k)}={n.params[k]} not reproduced "
                            f"(per-node values are not kept; {'the default layout' if k in SCALED else 'NDB'}'s "
                            "value applies)")
@@ -221,7 +272,8 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
             changes.append(f"{', '.join(on)} share host {host}: each is a container of its own here, so one "
                            "host's failure is a fault on each of them, not one kill")
     if not count["sql"]:
-        raise UsageError(f"{what}: no [mysqld] with a HostName: the twin's clients need an SQL node")
+        raise UsageError(f"{what}: no [mysqld] section: the twin's clients need an SQL node ([api] slots are for "
+                         "NDB API applications)")
     if not count["data"]:
         raise UsageError(f"{what}: no data node in a node group")
     total = sum(count.values())
@@ -233,20 +285,21 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
 
     params = {}
     ours = parse_config_ini((COMPOSE_DIR / "ndb" / "config.ini").read_text()).defaults.get("NDB", {})
-    for k, v in sorted(cfg.defaults.get("NDB", {}).items()):
+    for k, v in sorted(cfg.written.get("NDB", {}).items()):
         if k == "noofreplicas":
             continue
         if k in KEPT:
-            params[KEPT[k]] = v
-        elif k in SCALED:
+            continue  # below, with the data nodes' own values and NDB's defaults
+        if k in SCALED:
             here = f"{ours[k]} here" if k in ours else "NDB's default here"
             why = ("where your hosts keep their files or listen; the containers have their own" if k in PLACES
                    else "sized for your hosts; the twin's nodes share one 2-core, 24 GB machine")
             changes.append(f"[ndbd default] {names.get(k, k)}={v} -> {here} ({why})")
         else:
             changes.append(f"[ndbd default] {names.get(k, k)}={v} not reproduced (NDB's default applies)")
+    params.update(_kept(data, changes))
     for t, section in (("MGM", "ndb_mgmd default"), ("API", "mysqld/api default")):
-        for k, v in sorted(cfg.defaults.get(t, {}).items()):
+        for k, v in sorted(cfg.written.get(t, {}).items()):
             if k not in ("arbitrationrank", "arbitrationdelay"):
                 changes.append(f"[{section}] {names.get(k, k)}={v} not reproduced"
                                + (" (the containers keep their files in /var/lib/mysql)" if k in PLACES else ""))
