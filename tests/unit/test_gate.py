@@ -327,3 +327,157 @@ def test_a_bad_step_objective_is_one_line(tmp_path, text, where):
     with pytest.raises(GateFileError, match=None) as ei:
         gate_file(tmp_path, text)
     assert where in str(ei.value) and "\n" not in str(ei.value)
+
+
+# -- no silent pass, and bad input at the edge (issue 38) -------------------------------------------
+
+def allure_folder(tmp_path, name="res", result=None):
+    """An Allure results folder holding one scenario that ran (its run.jsonl attached)."""
+    d = tmp_path / name
+    d.mkdir()
+    run().history.write_jsonl(d / "a-attachment.jsonl")
+    (d / "a-result.json").write_text(json.dumps(result if result is not None else {
+        "name": "test_datanode_loss[kill_one_data_node]", "status": "passed",
+        "attachments": [{"name": "run.jsonl", "source": "a-attachment.jsonl"}]}))
+    return d
+
+
+def cli(argv, capsys) -> tuple[int, str, list[str]]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err.strip().splitlines()
+
+
+def test_a_gate_that_judges_nothing_fails_offline_with_the_live_code(tmp_path, capsys):
+    from ndbchaos.gate import NOTHING_JUDGED, GateJudgedNothing
+    res = allure_folder(tmp_path)
+    g = tmp_path / "g.toml"
+    # a pattern that names no scenario of the results: 4, one line naming file, line and pattern
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_s = 5\n\n[[scenario]]\nmatch = "partiton"\n'
+                 'outage_s = 5\n')
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == NOTHING_JUDGED == 4 and len(err) == 1 and f"{g}:6: match ['partiton']: no scenario" in err[0]
+    # an empty gate file, and one with only severities: no objective, nothing judged
+    for text in ("", '[defaults]\nseverity = "warn"\n', '[[scenario]]\nmatch = "datanode_loss"\n'):
+        g.write_text(text)
+        with pytest.raises(GateJudgedNothing, match="states no objective"):
+            load(g)
+        code, out, err = cli(["gate", str(g), str(res)], capsys)
+        assert code == 4 and len(err) == 1 and str(g) in err[0] and "Traceback" not in out
+    # objectives that nothing in the run can measure: the table, then 4, never 0
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\nconsistency_models = ["read-committed"]\n')
+    code, out, err = cli(["gate", str(g), str(res), "--json-out", str(tmp_path / "o" / "gate.json")], capsys)
+    assert code == 4 and "gate NOT EVALUATED" in out and len(err) == 1 and "no objective of the gate" in err[0]
+    assert json.loads((tmp_path / "o" / "gate.json").read_text())["result"] == "not evaluated"
+
+
+def test_a_skipped_scenario_the_gate_names_is_not_evaluated_not_a_pattern_naming_nothing(tmp_path, capsys):
+    res = allure_folder(tmp_path)
+    (res / "b-result.json").write_text(json.dumps({
+        "name": "test_partition[split_brain]", "status": "skipped",
+        "parameters": [{"name": "sc", "value": "split_brain"}], "labels": [{"name": "tag", "value": "partition"}]}))
+    g = tmp_path / "g.toml"
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_per_node_s = 5\n\n'
+                 '[[scenario]]\nmatch = "partition"\noutage_s = 5\n')
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == 0 and err == []
+    assert "test_partition[split_brain]" in out and "NOT EVALUATED (did not run" in out
+
+
+def test_live_a_session_whose_gate_judged_nothing_exits_4(tmp_path):
+    from types import SimpleNamespace
+
+    from ndbchaos.gate import NOTHING_JUDGED
+    from ndbchaos.gate.pytest_gate import GatePlugin
+    g = GatePlugin(gate_file(tmp_path, '[[scenario]]\nmatch = "datanode_loss"\n'
+                                       'consistency_models = ["read-committed"]\n'), tmp_path / "gate.json", None)
+    item = SimpleNamespace(name="test_datanode_loss[kill_one_data_node]", nodeid="s.py::t",
+                           callspec=SimpleNamespace(id="kill_one_data_node", params={}),
+                           iter_markers=lambda: [SimpleNamespace(name="datanode_loss")])
+    g.add(item, run().history)
+    session = SimpleNamespace(exitstatus=0, config=SimpleNamespace(option=SimpleNamespace()))
+    g.pytest_sessionfinish(session)
+    assert session.exitstatus == NOTHING_JUDGED and g.result["result"] == "not evaluated"
+    session.exitstatus = 1  # a failed test stays a failed test
+    g.pytest_sessionfinish(session)
+    assert session.exitstatus == 1
+
+
+@pytest.mark.parametrize("result,why", [
+    ([1, 2], "a JSON list, not an object"),
+    ({"name": "k", "status": "passed", "attachments": "run.jsonl"}, "attachments must be a list"),
+    ({"name": "k", "status": "passed", "steps": [{"attachments": [{"name": "run.jsonl"}]}]},
+     "steps[0] attachments[0] must be"),
+    ({"name": "k", "status": "passed", "start": "yesterday"}, "start must be a number"),
+    ({"name": "k", "status": "passed", "attachments": [{"name": "run.jsonl", "source": "../../../etc/passwd"}]},
+     "source '../../../etc/passwd' is outside the results folder"),
+    ({"name": "k", "status": "passed", "attachments": [{"name": "run.jsonl", "source": "/etc/passwd"}]},
+     "is outside the results folder"),
+])
+def test_a_bad_allure_result_is_one_line_for_gate_and_summary(tmp_path, capsys, result, why):
+    res = allure_folder(tmp_path, result=result)
+    g = tmp_path / "g.toml"
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_s = 5\n')
+    for argv in (["gate", str(g), str(res)], ["summary", str(res)]):
+        code, out, err = cli(argv, capsys)
+        assert code == 2 and len(err) == 1 and str(res / "a-result.json") in err[0] and why in err[0], (argv, err)
+
+
+def test_an_attachment_linked_out_of_the_folder_is_never_read(tmp_path, capsys):
+    outside = tmp_path / "secret.jsonl"
+    run().history.write_jsonl(outside)
+    res = allure_folder(tmp_path)
+    (res / "a-attachment.jsonl").unlink()
+    (res / "a-attachment.jsonl").symlink_to(outside)
+    g = tmp_path / "g.toml"
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_s = 5\n')
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == 2 and len(err) == 1 and "outside the results folder" in err[0] and out == ""
+
+
+def test_bad_json_out_deep_inputs_and_unreadable_run_records_are_one_line(tmp_path, capsys):
+    res = allure_folder(tmp_path)
+    g = tmp_path / "g.toml"
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_s = 5\n')
+    (tmp_path / "dir").mkdir()
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 50_000 + "]" * 50_000)
+    bad_fig = tmp_path / "figs.json"
+    bad_fig.write_text(json.dumps({"figures": {"t": {"outage_s": "fast"}}}))
+    deep_toml = tmp_path / "deep.toml"
+    deep_toml.write_text("x = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    cases = [
+        (["gate", str(g), str(res), "--json-out", str(tmp_path / "dir")], "--json-out", "a folder"),
+        (["gate", str(g), str(res), "--baseline", str(deep)], str(deep), "nested too deep"),
+        (["gate", str(g), str(res), "--baseline", str(bad_fig)], str(bad_fig), "must map objectives to numbers"),
+        (["gate", str(deep_toml), str(res)], str(deep_toml), ""),
+    ]
+    for argv, name, why in cases:
+        code, out, err = cli(argv, capsys)
+        assert code == 2 and len(err) == 1 and name in err[0] and why in err[0], (argv, err)
+    assert not (tmp_path / "dir" / "gate.json").exists()
+    # a run record an Allure result names that cannot be read is refused, not dropped
+    (res / "a-attachment.jsonl").write_text('{"history": 1, "workload": "ledger"}\n{"type": "ok"\n')
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == 2 and len(err) == 1 and str(res / "a-attachment.jsonl") in err[0] and "not a run record" in err[0]
+
+
+@pytest.mark.parametrize("text,where", [
+    ('version = true\n[defaults]\noutage_s = 1\n', ":1: version: must be 1"),
+    ('[[scenario]]\nmatch = "x"\noutage_s = 1\nwarn = [["outage_s"]]\n', "warn: must be a list of objective names"),
+    ('[[scenario]]\nmatch = "x"\nlatency_p99_ms = {}\n', "latency_p99_ms: an empty table bounds nothing"),
+    ('[[scenario]]\nmatch = "x"\nstep_outage_s = {}\n', "step_outage_s: an empty table bounds nothing"),
+    ('[[scenario]]\nmatch = []\noutage_s = 1\n', "match: must be"),
+    ('[[scenario]]\nmatch = "x"\noutage_sec = 1\n', "outage_sec: unknown key (objectives: outage_s, "),
+])
+def test_more_bad_gate_files_are_one_line(tmp_path, text, where):
+    with pytest.raises(GateFileError) as ei:
+        gate_file(tmp_path, text)
+    assert where in str(ei.value) and "\n" not in str(ei.value)
+
+
+def test_a_gate_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
+    g = tmp_path / "g.toml"
+    g.write_bytes(b'[[scenario]]\nmatch = "\xff"\noutage_s = 1\n')
+    code, out, err = cli(["gate", str(g), str(allure_folder(tmp_path))], capsys)
+    assert code == 2 and err == [f"ndbchaos gate: {g}: not a TOML file (not UTF-8 text at byte 22)"]

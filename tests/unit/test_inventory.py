@@ -99,6 +99,48 @@ def test_bad_files_fail_with_one_line(tmp_path):
         load(bad)
 
 
+@pytest.mark.parametrize("mutate, expected", [
+    (lambda d: d.update({1: "x", "colour": "red"}), "unknown key 1"),
+    (lambda d: d["nodes"][1].update({2: "x", "colour": "red"}), "unknown key 2"),
+    (lambda d: d.update(engine=["ndb"]), "engine must be one of"),
+    (lambda d: d["nodes"][1].update(host=["h2"]), "host ['h2'] is not in hosts"),
+    (lambda d: d.update(ssh={"connect_timeout": float("inf")}), "connect_timeout must be a whole number"),
+    (lambda d: d.update(ssh={"connect_timeout": -5}), "connect_timeout must be a whole number"),
+    (lambda d: d["nodes"][1].update(nodeid="\u00b2"), "nodeid must be a whole number"),
+    (lambda d: d["nodes"][2].update(sql="db3:\u00b2"), "must be host:port"),
+])
+def test_inventories_that_raised_a_traceback_fail_with_one_line(mutate, expected):
+    doc = base_doc()
+    mutate(doc)
+    assert expected in problem(doc)
+
+
+def test_binary_deep_and_self_referring_files_are_one_line_and_aliases_still_read(tmp_path, capsys):
+    import yaml
+
+    from ndbchaos.cli import main
+    cases = {"binary.yml": bytes(range(256)) * 4,
+             "deep.yml": b"engine: ndb\nhosts: " + b"[" * 20_000 + b"]" * 20_000 + b"\n",
+             "deep-40.yml": b"engine: ndb\nhosts: " + b"[" * 40 + b"]" * 40 + b"\n",
+             "cycle.yml": b"engine: ndb\nhosts: &a [*a]\n"}
+    for name, data in cases.items():
+        f = tmp_path / name
+        f.write_bytes(data)
+        with pytest.raises(InventoryError) as e:
+            load(f)
+        assert str(e.value).startswith(f"inventory {f}: ") and "\n" not in str(e.value), name
+        # reap --inventory reads it with load_inventory: the same line, exit 2, no traceback
+        assert main(["reap", "--inventory", str(f)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(f) in err[0], (name, err)
+    # a value shared through an alias (an env block reused by every node) is no cycle
+    doc = base_doc(env={"PATH": "/usr/bin"})
+    text = yaml.safe_dump(doc).replace("env:\n  PATH: /usr/bin", "env: &e\n  PATH: /usr/bin")
+    f = tmp_path / "alias.yml"
+    f.write_text(text.replace("  process: ndb_mgmd\n", "  process: ndb_mgmd\n  env: *e\n"))
+    assert load(f, environ={}).node("mgm1").env == {"PATH": "/usr/bin"}
+
+
 def test_environment_variables_expand_in_env_and_sql():
     inv = parse(base_doc(env={"MYSQL_ROOT_PASSWORD": "${PW}"}, sql={"password": "${PW}x"}), Path("i.yml"),
                 {"PW": "s3cret"})

@@ -78,3 +78,29 @@ def test_the_terminal_line_of_a_scenario():
     bad = scenario_line("x", {}, RunVerdict.from_json({"valid": False, "checks": {"durability": {"valid": False},
                                                                                  "latency": {"valid": True}}}))
     assert bad == "ndbchaos: x FAIL (durability)"
+
+
+def test_a_bad_measurements_or_verdict_attachment_is_one_line_naming_it(tmp_path, capsys):
+    good_v = {"checks": {"invariant": {"valid": True}}}
+    cases = [
+        ({"detection": 5}, good_v, "x-m.json", "measurement 'detection': must be"),
+        ({"detection": {"value": "fast", "bound": 1}}, good_v, "x-m.json", "measurement 'detection'"),
+        ({"outage on sql1": {"value": 1, "bound": "x"}}, good_v, "x-m.json", "measurement 'outage on sql1'"),
+        ([1], good_v, "x-m.json", "a JSON list, not an object"),
+        (m("detection", 1.0), {"checks": "x"}, "x-v.json", "checks must map check names to objects"),
+        (m("detection", 1.0), ["v"], "x-v.json", "a JSON list, not an object"),
+        (m("detection", 1.0), {"checks": {"durability": {"details": {"acknowledged": "x", "lost": []}}}},
+         "x-v.json", "not the verdict a run writes"),
+    ]
+    for measurements, verdict, name, why in cases:
+        write_result(tmp_path, "x", measurements, verdict)
+        assert main(["summary", str(tmp_path)]) == 2, (measurements, verdict)
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and str(tmp_path / name) in err[0] and why in err[0], err
+    write_result(tmp_path, "x", m("detection", 1.0), good_v)
+    (tmp_path / "x-v.json").write_text("[" * 50_000 + "]" * 50_000)
+    assert main(["summary", str(tmp_path)]) == 2
+    assert "nested too deep" in capsys.readouterr().err
+    (tmp_path / "x-v.json").unlink()
+    assert main(["summary", str(tmp_path)]) == 2
+    assert "the verdict attachment cannot be read" in capsys.readouterr().err
