@@ -33,12 +33,45 @@ def pytest_runtest_logreport(report):
     _SUITE_S[suite] = _SUITE_S.get(suite, 0.0) + report.duration
     if report.when == "call":
         _SUITE_N[suite] = _SUITE_N.get(suite, 0) + 1
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _SKIPPED.append((report.nodeid, skip_reason(report)))
+
+
+# -- every skip, listed at the end of the run: a green run says what it did not prove -------------
+
+_SKIPPED: list[tuple[str, str]] = []
+
+
+def skip_reason(report) -> str:
+    """The reason of a skipped report, one line (pytest keeps it as (file, line, "Skipped: why"))."""
+    longrepr = report.longrepr
+    why = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    why = why.removeprefix("Skipped: ")
+    return " ".join(why.split())
+
+
+def skipped_lines(skipped: list[tuple[str, str]]) -> list[str]:
+    """One line per reason, its tests' count and the first of them, most frequent first."""
+    by_reason: dict[str, list[str]] = {}
+    for nodeid, why in skipped:
+        by_reason.setdefault(why, []).append(nodeid)
+    out = []
+    for why, ids in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        more = f" (and {len(ids) - 1} more)" if len(ids) > 1 else ""
+        out.append(f"{len(ids):>4} x {ids[0]}{more}: {why}")
+    return out
 
 
 def pytest_terminal_summary(terminalreporter):
+    tr = terminalreporter
+    if _SKIPPED:
+        ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+        tr.write_sep("-", f"skipped: {len(_SKIPPED)} tests" + (" under CI=true" if ci else "")
+                     + " (not proven by this run)")
+        for line in skipped_lines(_SKIPPED):
+            tr.write_line(line)
     if not _SUITE_S:
         return
-    tr = terminalreporter
     total = sum(_SUITE_S.values())
     tr.write_sep("-", f"time per suite ({total:.0f} s in all)")
     width = max(len(s) for s in _SUITE_S)

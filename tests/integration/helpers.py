@@ -80,12 +80,18 @@ def module_markers(test_id: str) -> list[str]:
 
 
 def skip_without_ndb() -> None:
-    """Skip the test, saying why, when no NDB image can be had here (``image.unavailable``)."""
+    """Skip the test, saying what this host lacks, when no NDB image can be had here and nothing
+    asks for one; fail it when NDB was asked for and cannot be had: a missing or broken
+    ``NDBCHAOS_NDB_DIST``, or under CI=true whatever CI provides (``image.missing_for_tests``)."""
     import pytest
-    from ndbchaos.engines.ndb.image import unavailable
-    why = unavailable()
-    if why:
-        pytest.skip(f"NDB not available: {why}")
+    from ndbchaos.engines.ndb.image import missing_for_tests
+    verdict = missing_for_tests()
+    if verdict is None:
+        return
+    fail, why = verdict
+    if fail:
+        pytest.fail(why, pytrace=False)
+    pytest.skip(f"NDB not available: {why}")
 
 
 def only_elsewhere(engine: str) -> set[str]:

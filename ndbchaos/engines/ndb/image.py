@@ -34,6 +34,7 @@ from ...resources import BUILD
 OFFICIAL = ("container-registry.oracle.com/mysql/community-cluster:8.4", "mysql/mysql-cluster:8.4")
 DEFAULT_IMAGE = OFFICIAL[0]
 DIST_ENV = "NDBCHAOS_NDB_DIST"
+IMAGE_ENV = "NDBCHAOS_NDB_IMAGE"
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,7 @@ def choose(options: dict | None = None) -> ImageChoice:
     """The image of this run (see the module docstring). Needs the Docker engine to look for
     official images; raises NdbChaosError (one line) for a distribution that cannot be used."""
     options = options or {}
-    explicit = options.get("ndb_image") or os.environ.get("NDBCHAOS_NDB_IMAGE")
+    explicit = options.get("ndb_image") or os.environ.get(IMAGE_ENV)
     if explicit:
         return ImageChoice(explicit, "explicit", f"image {explicit} (NDBCHAOS_NDB_IMAGE)")
     for img in OFFICIAL:
@@ -101,14 +102,42 @@ def choose(options: dict | None = None) -> ImageChoice:
 
 def unavailable(options: dict | None = None) -> str | None:
     """None when NDB can run here (the chosen image is present, or can be built from the
-    distribution), else why not, in one line."""
-    try:
-        c = choose(options)
-    except NdbChaosError as e:
-        return str(e)
+    distribution), else why not, in one line. A distribution named in ``NDBCHAOS_NDB_DIST`` that
+    cannot be used (missing, not an archive, no programs, another architecture) is not "NDB
+    unavailable" but a broken input: NdbChaosError with the recipe's line, as ``choose`` and
+    ``resolve_engine`` raise it (it was asked for)."""
+    c = choose(options)
     if c.buildable or runtime.image_present(c.image):
         return None
     return missing_image_message(c.image)
+
+
+def provided() -> list[str]:
+    """The variables through which this environment asks for NDB (``NAME=value``): CI's
+    ``.ci/run`` sets ``NDBCHAOS_NDB_DIST`` when it found a distribution."""
+    return [f"{v}={os.environ[v]}" for v in (DIST_ENV, IMAGE_ENV) if os.environ.get(v)]
+
+
+def missing_for_tests(options: dict | None = None, ci: bool | None = None) -> tuple[bool, str] | None:
+    """What a test that needs NDB does here: None when NDB can run, else (fail, one line).
+
+    It fails where NDB was asked for and cannot be had: a distribution in ``NDBCHAOS_NDB_DIST``
+    that is missing or broken (everywhere), or, under CI=true, any NDB provided through
+    ``NDBCHAOS_NDB_DIST`` or ``NDBCHAOS_NDB_IMAGE`` that is not available (what CI provides must
+    run, as Docker must). Only where nothing asks for NDB (a user's own CI without it) does the
+    test skip, naming what this host lacks. ``ci``: default, the CI variable (1, true, yes)."""
+    if ci is None:
+        ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+    try:
+        why = unavailable(options)
+    except NdbChaosError as e:
+        return True, f"the NDB distribution asked for cannot be used: {e}"
+    if why is None:
+        return None
+    given = provided()
+    if ci and given:
+        return True, f"NDB is provided under CI=true ({', '.join(given)}) but not available: {why}"
+    return False, f"this host has no NDB image and no distribution to build one: {why}"
 
 
 def ensure(choice: ImageChoice) -> None:
