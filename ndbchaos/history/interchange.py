@@ -201,7 +201,8 @@ def _fast_batch(cols: Columns, parsed: list, check_value) -> bool:
         ER = [d.get("error") for d in parsed]
     except (KeyError, TypeError, AttributeError):
         return False
-    if (set(map(type, P)) != {int} or set(map(type, F)) != {str} or not set(T) <= TYPE_CODE.keys()
+    if (set(map(type, P)) != {int} or set(map(type, F)) != {str} or set(map(type, T)) != {str}
+            or not set(T) <= TYPE_CODE.keys()
             or not set(map(type, S)) | set(map(type, E)) <= _NUM_TYPES
             or not set(map(type, N)) <= {str, type(None)}):
         return False

@@ -74,6 +74,15 @@ def too_deep(v, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
+def brief(x) -> str:
+    """A value as an error shows it: its repr, cut at 60 characters (and never a RecursionError)."""
+    try:
+        r = repr(x)
+    except RecursionError:
+        return f"a {type(x).__name__} nested too deep to show"
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
 def nesting_line(line) -> bool:
     """Whether a line has enough opening brackets to nest a value too deep (an upper bound of
     its depth: the cheap test before ``too_deep``)."""
@@ -229,7 +238,7 @@ def parse_header(head, where: str) -> tuple[str, dict, dict | None]:
         raise HistoryFormatError(
             f'{where}: header must be {{"history": 1, "workload": "<name>", "params": {{...}}}}')
     if head["history"] != FORMAT_VERSION or isinstance(head["history"], bool):
-        raise HistoryFormatError(f"{where}: unsupported history format version {head['history']!r} "
+        raise HistoryFormatError(f"{where}: unsupported history format version {brief(head['history'])} "
                                  f"(this reader knows {FORMAT_VERSION})")
     params = head.get("params")
     if params is None:
@@ -255,8 +264,8 @@ def _parse_op(d: dict) -> tuple:
     if type(d) is not dict:
         raise TypeError("an operation must be a JSON object")
     t = d["type"]
-    if t not in TYPE_CODE:
-        raise ValueError(f"type must be ok, fail or info, not {t!r}")
+    if type(t) is not str or t not in TYPE_CODE:
+        raise ValueError(f"type must be ok, fail or info, not {brief(t)}")
     process, f = d["process"], d["f"]
     if type(process) is not int or not -2147483648 <= process <= 2147483647:
         raise TypeError("process must be a 32-bit integer")
@@ -289,8 +298,8 @@ def _parse_error(err) -> ErrorInfo:
         if type(err) is not dict:
             raise TypeError("error must be an object or null")
         cls_ = err.get("class")
-        if cls_ not in CLASS_CODE:
-            raise ValueError(f"error class must be temporary, unknown, permanent or null, not {cls_!r}")
+        if not (cls_ is None or type(cls_) is str) or cls_ not in CLASS_CODE:
+            raise ValueError(f"error class must be temporary, unknown, permanent or null, not {brief(cls_)}")
         errno, ecode = err.get("errno"), err.get("engine_code")
         for fname, v in (("errno", errno), ("engine_code", ecode)):
             if v is not None and (type(v) is not int or not -2**31 <= v < 2**31):
@@ -322,7 +331,7 @@ def _check_ledger(f: str, type_: str, value: Any) -> None:
         if set(map(type, value)) - {int}:  # one pass in C; then find the culprit
             for x in value:
                 if type(x) is not int:
-                    raise TypeError(f"ledger read ids must be integers, found {x!r}")
+                    raise TypeError(f"ledger read ids must be integers, found {brief(x)}")
 
 
 def _check_bank(f: str, type_: str, value: Any) -> None:
@@ -334,7 +343,7 @@ def _check_bank(f: str, type_: str, value: Any) -> None:
             raise TypeError('bank ok read value must be {"balances": {"<account>": balance, ...}}')
         for k, v in value["balances"].items():
             if not _is_num(v):
-                raise TypeError(f"bank balance of account {k} must be a number, not {v!r}")
+                raise TypeError(f"bank balance of account {brief(k)} must be a number, not {brief(v)}")
 
 
 def _check_txn(f: str, type_: str, value: Any) -> None:
@@ -349,7 +358,7 @@ def _check_txn(f: str, type_: str, value: Any) -> None:
             raise TypeError("a transaction's micro-op must be [f, k, v] with f a string")
         k, v = m[1], m[2]
         if type(k) not in _FLAT or (type(v) not in _FLAT and (type(v) is not list or not set(map(type, v)) <= _FLAT)):
-            raise TypeError(f"micro-op {m[0]!r}: its key and value must be numbers or strings (a read's value a "
+            raise TypeError(f"micro-op {brief(m[0])}: its key and value must be numbers or strings (a read's value a "
                             "list of them)")
 
 

@@ -117,8 +117,10 @@ class TxnHistory:
                 if type(proc) is not int:
                     raise TypeError
                 if code < 0:
-                    if proc in open_:
-                        raise TypeError
+                    if proc in open_ or type(ev.get("index") or 0) is not int:
+                        raise TypeError  # (named below)
+                    if ev.get("value") is not None:  # its micro-ops too: a map or set in them is refused
+                        _fast_mops(ev["value"], f"{source}:op {_op_no(ev, n)}")
                     open_[proc] = (pos, ev)
                     pos += 1
                     continue
@@ -130,15 +132,15 @@ class TxnHistory:
                 t_inv = inv.get("time", -1) if inv is not None else -1
                 t_end = ev.get("time", -1)
                 append(Txn(len(txns), index if type(index) is int else _int(index, n, f"{source}:op {n}"), proc,
-                           code, _fast_mops(value, f"{source}:op {index}"), inv_pos, pos,
+                           code, _fast_mops(value, f"{source}:op {_op_no(ev, n)}"), inv_pos, pos,
                            t_inv / 1e9 if type(t_inv) is int and t_inv >= 0 else _secs(t_inv),
                            t_end / 1e9 if type(t_end) is int and t_end >= 0 else _secs(t_end)))
                 pos += 1
             except (KeyError, TypeError, AttributeError):
                 if _client_event(ev, n, source, open_):
-                    raise TxnFormatError(f"{source}:op {ev.get('index', n)}: cannot read this op: {_short(ev)}")
+                    raise TxnFormatError(f"{source}:op {_op_no(ev, n)}: cannot read this op: {_short(ev)}")
         for proc, (inv_pos, inv) in sorted(open_.items(), key=lambda x: x[1][0]):
-            where = f"{source}:op {inv.get('index', '?')}"
+            where = f"{source}:op {_op_no(inv, '?')}"
             txns.append(Txn(len(txns), _int(inv.get("index"), pos, where), proc, INFO,
                             _mops(inv.get("value"), where, invoke=True), inv_pos, pos,
                             _secs(inv.get("time")), NO_TIME))
@@ -205,8 +207,18 @@ class TxnHistory:
             return out
         with without_gc():  # millions of small containers: the collector would run for nothing
             if head[:1] in (b"[", b"{") and not _looks_edn(head):
-                return cls.from_events(_json_events(data, str(p)), str(p))
-            return cls.from_events(_edn_events(data, str(p)), str(p))
+                events = _json_events(data, str(p))
+            else:
+                events = _edn_events(data, str(p))
+            seen = [0]
+
+            def counted():
+                for seen[0], ev in enumerate(events, 1):
+                    yield ev
+            out = cls.from_events(events if isinstance(events, list) else counted(), str(p))
+        if not (len(events) if isinstance(events, list) else seen[0]):
+            raise TxnFormatError(f"{p}: no operations in it")
+        return out
 
     def events(self) -> list[dict]:
         """Jepsen events (invocations and completions, in order, indexed from 0) for this
@@ -255,6 +267,12 @@ class TxnHistory:
 
 # -- helpers ------------------------------------------------------------------------------------
 
+def _op_no(ev, default):
+    """How an error names an event: its index when that is an integer, else its position."""
+    index = ev.get("index") if isinstance(ev, dict) else None
+    return index if type(index) is int else default
+
+
 def _int(x, default: int, where: str) -> int:
     if x is None:
         return default
@@ -291,12 +309,12 @@ def _client_event(ev, n: int, source: str, open_: dict) -> bool:
         if proc is None and typ is None:
             raise TxnFormatError(f"{source}:op {n}: no process and no type: {_short(ev)}")
         return False
-    where = f"{source}:op {ev.get('index', n)}"
+    where = f"{source}:op {_op_no(ev, n)}"
     if typ not in _EVENT_TYPES:
         raise TxnFormatError(f"{where}: type {_short(typ)} (expected invoke, ok, fail or info)")
     if _EVENT_TYPES[typ] < 0 and proc in open_:
         raise TxnFormatError(f"{where}: process {proc} invoked again before its "
-                             f"op {open_[proc][1].get('index', '?')} completed")
+                             f"op {_op_no(open_[proc][1], '?')} completed")
     _int(ev.get("index"), n, where)
     _mops(ev.get("value"), where)
     return True

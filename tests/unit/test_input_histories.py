@@ -4,6 +4,7 @@ well-formed one gets a verdict (0 valid, 1 invalid or unknown), never a silent p
 
 from __future__ import annotations
 
+import gzip
 import json
 
 import pytest
@@ -317,3 +318,297 @@ def test_a_bad_declaration_is_one_line(tmp_path, capsys):
     p.write_text(json.dumps({"history": 1, "workload": "orders", "params": {
         "declared": {"operations": [{"name": "insert", "key": "k"}], "final_keys": True}}}) + "\n" + GOOD)
     assert "declares key 'k'" in one_line_error(["check", str(p)], capsys, p, ":")
+
+
+# -- property-based: malformed inputs for every command that reads a history ------------------------
+# Valid histories of each workload and format are mutated (fields dropped, duplicated or retyped,
+# values nested too deep, lines cut, random bytes, invalid UTF-8); whatever comes out, the command
+# gives a verdict (0 or 1, JSON on stdout) or refuses in one line naming the file (2), never a
+# traceback; the mutations that certainly break the file must be refused.
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+settings.register_profile("input_histories", max_examples=50, deadline=None, derandomize=True, database=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+PROFILE = settings.get_profile("input_histories")
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
+
+
+def _cli(argv):
+    """main(argv) in this process: (code, stdout, stderr lines); an exception escapes (a traceback)."""
+    import contextlib
+    import io
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue().strip().splitlines()
+
+
+def _run_jsonl(workload: str, ops) -> bytes:
+    h = History(workload, {"accounts": 2, "total": 20} if workload == "bank" else {})
+    for op in ops:
+        h.add(*op)
+    import io
+    buf = io.StringIO()
+    h.dump(buf)
+    return buf.getvalue().encode()
+
+
+def _bases() -> dict[str, bytes]:
+    """Valid inputs: (name -> bytes); the name says its format and which commands read it."""
+    ledger = [(1, "insert", i, "ok", i * 0.1, i * 0.1 + 0.05, "sql1") for i in range(1, 6)]
+    ledger += [(2, "insert", 6, "info", 0.6, 0.9, "sql2", E_UNK), (3, "read", [1, 2, 3, 4, 5], "ok", 1.0, 1.1, "sql1")]
+    bank = [(1, "transfer", {"from": 0, "to": 1, "amount": 3}, "ok", 0.1, 0.2, "sql1"),
+            (2, "read", {"balances": {"0": 7, "1": 13}}, "ok", 0.3, 0.4, "sql2")]
+    la = [(1, "txn", [["append", 1, 1], ["r", 2, []]], "ok", 0.1, 0.2, "sql1"),
+          (2, "txn", [["append", 2, 1], ["r", 1, [1]]], "ok", 0.3, 0.4, "sql2"),
+          (3, "txn", [["r", 1, [1]], ["r", 2, [1]]], "ok", 0.5, 0.6, "sql1")]
+    rw = [(1, "txn", [["w", 1, 1]], "ok", 0.1, 0.2, "sql1"),
+          (2, "txn", [["r", 1, 1], ["w", 2, 2]], "ok", 0.3, 0.4, "n"),
+          (3, "txn", [["r", 2, 2]], "ok", 0.5, 0.6, "sql1")]
+    jepsen = json.dumps(G2_HISTORY)
+    edn = "\n".join("{:index %d, :type :%s, :process %d, :value [%s]}" % (
+        e["index"], e["type"], e["process"],
+        " ".join("[:%s %d %s]" % (f, k, "nil" if v is None else ("[" + " ".join(map(str, v)) + "]")
+                                  if isinstance(v, list) else v) for f, k, v in e["value"])) for e in G2_HISTORY)
+    return {"ledger.jsonl": _run_jsonl("ledger", ledger), "bank.jsonl": _run_jsonl("bank", bank),
+            "la.jsonl": _run_jsonl("list_append", la), "rw.jsonl": _run_jsonl("rw_register", rw),
+            "g2.json": jepsen.encode(), "g2-lines.jsonl": "\n".join(map(json.dumps, G2_HISTORY)).encode() + b"\n",
+            "g2.edn": edn.encode() + b"\n"}
+
+
+BASES = _bases()
+#: the commands each base is read by (its own model for the transactional ones)
+COMMANDS = {
+    "ledger.jsonl": [["check", "-q"]], "bank.jsonl": [["check", "-q"]],
+    "la.jsonl": [["check", "-q"], ["check", "-q", "--model", "list-append"], ["export", "-o", "-"]],
+    "rw.jsonl": [["check", "-q"], ["check", "-q", "--model", "rw-register"], ["export", "-o", "-"]],
+    "g2.json": [["check", "-q", "--model", "list-append"]],
+    "g2-lines.jsonl": [["check", "-q", "--model", "list-append"]],
+    "g2.edn": [["check", "-q", "--model", "list-append"]],
+}
+#: the op fields a run's reader requires
+REQUIRED = {"process", "f", "type", "start", "end"}
+WRONG = ["x", [1], {"a": 1}, None, True, 1.5, -1, 2 ** 70, [[1, [2]]], {"a": [{"b": {}}]}]
+
+
+def _number(v) -> bool:
+    return type(v) in (int, float)
+
+
+def retyped_is_bad(run: bool, op: dict, field: str) -> bool:
+    """Whether an op with ``field`` set to a wrong value (``op[field]``) must be refused: the
+    fields each reader checks (a run's: docs/history-format.md; Jepsen's: type, index, value)."""
+    v = op[field]
+    if not run:
+        return field == "type" or (field == "index" and v is not None and type(v) is not int) or (
+            field == "value" and v is not None)
+    if field == "process":
+        return not (type(v) is int and -2 ** 31 <= v < 2 ** 31)
+    if field == "f":
+        return type(v) is not str
+    if field == "type":
+        return v not in ("ok", "fail", "info")
+    if field in ("start", "end"):
+        return not (_number(op["start"]) and _number(op["end"]) and float(op["start"]) <= float(op["end"]))
+    if field == "node":
+        return v is not None and type(v) is not str
+    if field == "error":
+        return v is not None and not (isinstance(v, dict) and set(v) <= {"a"})
+    return field == "value" and op.get("f") == "txn" and v is not None  # a transaction's micro-ops
+
+
+def test_the_valid_bases_get_a_verdict(tmp_path):
+    for name, data in BASES.items():
+        p = tmp_path / name
+        p.write_bytes(data)
+        for cmd in COMMANDS[name]:
+            code, out, err = _cli([*cmd, str(p)])
+            assert code in (0, 1) and err == [], (name, cmd, code, err)
+            if cmd[0] == "check":
+                assert json.loads(out)["valid"] in (True, False, "unknown")
+
+
+def _json_lines(data: bytes) -> list:
+    return [json.loads(x) for x in data.decode().splitlines() if x.strip()]
+
+
+def _whole_lines_cut(data: bytes, at: int) -> bool:
+    """Whether cutting ``data`` at ``at`` leaves only whole lines (or whitespace) behind it."""
+    return data[at - 1:at] == b"\n" or data[at:at + 1] == b"\n" or data[at:].strip() == b""
+
+
+@st.composite
+def mutated(draw):
+    """(base name, mutated bytes, certainly bad: bool, what was done)."""
+    name = draw(st.sampled_from(sorted(BASES)))
+    data = BASES[name]
+    kind = draw(st.sampled_from(["drop", "retype", "duplicate", "not-object", "deep", "cut", "bytes", "utf8",
+                                 "lines", "gzip", "gzip-cut"]))
+    structured = kind in ("drop", "retype", "duplicate", "not-object", "deep")
+    if structured and name.endswith(".edn"):  # EDN, as text: (from, to, certainly bad)
+        old, new, bad = draw(st.sampled_from([
+            (":type :ok", ":type #{1 2}", True), (":value [", ":value [[:r #{1 2} nil] ", True),
+            (":value [", ":value [[:append {:a 1} 1] ", True), ("[:r 1 nil]", "[:r 1 {:a 1}]", True),
+            (":process 0", ':process "zero"', False), (":index 0", ":index :zero", True),
+            (":value [", ":value " + "[" * (MAX_DEPTH + 5), True), (":type :ok", "", True)]))
+        return name, data.decode().replace(old, new, 1).encode(), bad, kind
+    if structured:
+        array = name.endswith(".json")
+        items = json.loads(data) if array else _json_lines(data)
+        run = "history" in items[0]
+        k = draw(st.integers(1 if run else 0, len(items) - 1))  # a run's header stays its header
+        op = dict(items[k])
+        if kind == "drop":
+            field = draw(st.sampled_from(sorted(op)))
+            del op[field]
+            bad = field in REQUIRED if run else field == "type"
+        elif kind == "retype":
+            field = draw(st.sampled_from(sorted(op)))
+            op[field] = draw(st.sampled_from(WRONG))
+            bad = retyped_is_bad(run, op, field)
+        elif kind == "not-object":
+            op = draw(st.sampled_from([1, "x", [1, 2], None]))
+            bad = True
+        elif kind == "deep":
+            op["value"] = json.loads(nested(draw(st.integers(MAX_DEPTH + 1, 1100))))
+            bad = True
+        else:  # a key twice: JSON keeps the last, the original (written after a wrong one)
+            bad = False
+        items[k] = op
+        if array:
+            return name, json.dumps(items).encode(), bad, kind
+        lines = [json.dumps(x) for x in items]
+        if kind == "duplicate":
+            lines[k] = '{"process": "dup", "type": [], ' + lines[k][1:]
+        return name, ("\n".join(lines) + "\n").encode(), bad, kind
+    if kind == "cut":
+        at = draw(st.integers(1, len(data) - 1))
+        return name, data[:at], not _whole_lines_cut(data, at), kind
+    if kind == "bytes":  # anything may come of it, but never a traceback
+        at = draw(st.integers(0, len(data)))
+        return name, data[:at] + draw(st.binary(min_size=1, max_size=40)) + data[at:], False, kind
+    if kind == "utf8":
+        at = draw(st.integers(0, len(data) - 1))
+        return name, data[:at] + b"\xff\xfe" + data[at:], True, kind  # not UTF-8 wherever it is
+    if kind == "lines":  # lines deleted, doubled or swapped: a verdict or a refusal, never a traceback
+        lines = data.split(b"\n")
+        k = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["delete", "double", "swap"]))
+        if how == "delete":
+            del lines[k]
+        elif how == "double":
+            lines.insert(k, lines[k])
+        elif k:
+            lines[k - 1], lines[k] = lines[k], lines[k - 1]
+        return name, b"\n".join(lines), False, kind
+    packed = gzip.compress(data)
+    if kind == "gzip":
+        return name, packed, False, kind
+    return name, packed[:draw(st.integers(1, len(packed) - 1))], True, kind  # gzip cut short
+
+
+def _judge(code, out, err, path, cmd, bad, what):
+    if code == 2:
+        assert out == "" or cmd[0] == "export", (what, out[:200])  # export streams events before a late error
+        assert len(err) == 1 and err[0].startswith(f"ndbchaos {cmd[0]}: {path}"), (what, err)
+    else:
+        assert code in (0, 1) and not bad, (what, code, err)
+        if cmd[0] == "check":
+            assert json.loads(out)["valid"] in (True, False, "unknown"), what
+
+
+@settings(PROFILE, max_examples=100)
+@given(case=mutated())
+def test_a_mutated_history_gets_a_verdict_or_one_line(tmp_path_factory, case):
+    name, data, bad, kind = case
+    d = tmp_path_factory.mktemp("mutated")
+    p = d / name
+    p.write_bytes(data)
+    for cmd in COMMANDS[name]:
+        code, out, err = _cli([*cmd, str(p)])
+        _judge(code, out, err, p, cmd, bad, (kind, cmd, data[:300]))
+
+
+@PROFILE
+@given(junk=st.one_of(st.binary(max_size=200), st.sampled_from([b"", b"\n", b"\x1f\x8b", b"NDBCH", b"\xff" * 10])))
+def test_random_bytes_are_one_line_for_every_reader(tmp_path_factory, junk):
+    p = tmp_path_factory.mktemp("junk") / "junk.jsonl"
+    p.write_bytes(junk)
+    for cmd in (["check", "-q"], ["check", "-q", "--model", "list-append"], ["check", "-q", "--model", "rw-register"],
+                ["export", "-o", "-"]):
+        code, out, err = _cli([*cmd, str(p)])
+        _judge(code, out, err, p, cmd, False, (cmd, junk))
+        if cmd == ["check", "-q"]:
+            assert code == 2, junk  # no random bytes make a run's header
+
+
+def _columnar_base(tmp_path_factory) -> bytes:
+    p = tmp_path_factory.mktemp("nch") / "base.nch"
+    h = History.load(__import__("io").BytesIO(BASES["ledger.jsonl"]), "ledger")
+    h.write(p)
+    return p.read_bytes()
+
+
+@PROFILE
+@given(data=st.data())
+def test_a_damaged_columnar_history_is_one_line(tmp_path_factory, data):
+    base = _columnar_base(tmp_path_factory)
+    how = data.draw(st.sampled_from(["flip", "cut", "insert"]))
+    at = data.draw(st.integers(0, len(base) - 1))
+    if how == "flip":
+        bad = base[:at] + bytes([base[at] ^ data.draw(st.integers(1, 255))]) + base[at + 1:]
+    elif how == "cut":
+        bad = base[:at]
+    else:
+        bad = base[:at] + data.draw(st.binary(min_size=1, max_size=16)) + base[at:]
+    p = tmp_path_factory.mktemp("nch") / "h.nch"
+    p.write_bytes(bad)
+    for cmd in (["check", "-q"], ["export", "-o", "-"]):
+        code, out, err = _cli([*cmd, str(p)])
+        assert code == 2 and len(err) == 1 and err[0].startswith(f"ndbchaos {cmd[0]}: {p}"), (how, at, err)
+
+
+WINDOW = {"kind": "kill", "start": 0.2, "end": 0.4, "targets": ["ndbd-1"]}
+
+
+@PROFILE
+@given(field=st.sampled_from(["kind", "start", "end", "targets"]), value=st.sampled_from(WRONG + ["", [], 0.3]),
+       wrap=st.booleans())
+def test_a_mutated_windows_file_gets_a_verdict_or_one_line(tmp_path_factory, field, value, wrap):
+    d = tmp_path_factory.mktemp("windows")
+    h = d / "ledger.jsonl"
+    h.write_bytes(BASES["ledger.jsonl"])
+    w = dict(WINDOW, **{field: value})
+    p = d / "w.json"
+    p.write_text(json.dumps({"windows": [w]} if wrap else [w]))
+    code, out, err = _cli(["check", "-q", str(h), "--windows", str(p)])
+    if code == 2:
+        assert len(err) == 1 and err[0].startswith(f"ndbchaos check: {p}"), err
+    else:
+        assert code in (0, 1) and json.loads(out)["windows"][0]["start"] == w["start"]
+
+
+LOGS = sorted((FIXTURES / "ndb-9.7").glob("*.log"))
+
+
+@PROFILE
+@given(log=st.sampled_from(LOGS), junk=st.binary(max_size=64), at=st.floats(0, 1),
+       engine=st.sampled_from(["ndb", "galera"]), every=st.booleans())
+def test_events_reads_any_bytes_without_a_traceback(tmp_path_factory, log, junk, at, engine, every):
+    data = log.read_bytes()[:4000]
+    k = int(at * len(data))
+    p = tmp_path_factory.mktemp("events") / "x.log"
+    p.write_bytes(data[:k] + junk + b"\xff\xfe" + data[k:])
+    code, out, err = _cli(["events", "--engine", engine, *(["--all"] if every else []), str(p)])
+    assert code == 0 and err == []
+    for line in out.splitlines():
+        assert isinstance(json.loads(line), dict)
+
+
+def test_events_refuses_a_directory_or_a_missing_file_in_one_line(tmp_path):
+    for p in (tmp_path, tmp_path / "missing.log"):
+        code, out, err = _cli(["events", str(p)])
+        assert code == 2 and out == "" and len(err) == 1 and str(p) in err[0], err
