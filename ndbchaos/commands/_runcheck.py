@@ -143,6 +143,8 @@ def run(args) -> int:
                          "is judged with the consistency models its record names")
     if not args.bucket_ms > 0:
         raise UsageError("--bucket-ms must be positive")
+    if args.max_outage is not None and not (math.isfinite(args.max_outage) and args.max_outage >= 0):
+        raise UsageError(f"--max-outage must be a finite number of seconds, 0 or more, not {args.max_outage}")
     if (args.gcp_loss_window is None) != (args.cluster_crash_at is None):
         raise UsageError("--gcp-loss-window and --cluster-crash-at go together")
     windows = load_windows(args.windows) if args.windows else None

@@ -3,9 +3,11 @@
     ndbchaos check run.jsonl                                  # a run of ours: every checker
     ndbchaos check --model list-append history.edn            # a transactional history, Elle's way
 
-Exit status: 0 valid; 1 invalid or unknown (a checker could not decide, e.g. no successful read:
-a gate must not pass on that); 2 the history or windows file is unreadable or malformed (one line
-on stderr naming the file and line).
+Exit status: 0 valid; 1 invalid or unknown (a checker could not decide, e.g. no successful read,
+or the history holds nothing to judge: no operation succeeded, a ledger without an insert of
+known outcome, a single transaction; a gate must not pass on that); 2 the history or windows file
+is unreadable or malformed, or names an unknown workload, model or anomaly (one line on stderr
+naming the file and its line, op or offset).
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ def register(sub) -> None:
                     "checker relevant to its workload and prints the composed verdict as JSON on stdout "
                     "and a one-line summary per checker on stderr. A scenario's saved run (run.jsonl: "
                     "the history with its run record) is judged with its recorded fault windows, "
-                    "options and expectation, which gives the run's own verdict again. Exit 0 valid, "
-                    "1 invalid or unknown, 2 unreadable or malformed input.")
+                    "options and expectation, which gives the run's own verdict again. A history in which "
+                    "nothing could be judged is unknown, never valid. Exit 0 valid, 1 invalid or unknown, "
+                    "2 unreadable or malformed input (an unknown workload, model or anomaly name included).")
     p.add_argument("history", metavar="HISTORY", help="history file (.jsonl, .jsonl.gz or columnar .nch)")
     p.add_argument("--windows", metavar="FILE.json",
                    help='fault windows: [{"kind": str, "start": s, "end": s|null, "targets": [node]}] '
@@ -45,7 +48,8 @@ def register(sub) -> None:
     t.add_argument("--consistency-models", metavar="M,...", default=None,
                    help="models the history must satisfy (default strict-serializable)")
     t.add_argument("--anomalies", metavar="A,...", default=None,
-                   help="anomalies that fail the check whatever the models allow, e.g. G1a,internal")
+                   help="anomalies that fail the check whatever the models allow, e.g. G1a,internal "
+                        "(with --consistency-models \"\": only these are checked)")
     t.add_argument("--linearizable-keys", action="store_true",
                    help="rw-register: a key's version order follows real time")
     t.add_argument("--sequential-keys", action="store_true",

@@ -612,3 +612,16 @@ def test_events_refuses_a_directory_or_a_missing_file_in_one_line(tmp_path):
     for p in (tmp_path, tmp_path / "missing.log"):
         code, out, err = _cli(["events", str(p)])
         assert code == 2 and out == "" and len(err) == 1 and str(p) in err[0], err
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_a_max_outage_that_bounds_nothing_is_refused(tmp_path, capsys, value):
+    h = History("pk_update", {})
+    for t in (0.0, 0.1, 5.0, 5.1):  # a 4.9 s outage
+        h.add(1, "u", 1, "ok", t, t + 0.01, "n")
+    p = tmp_path / "gap.jsonl"
+    h.write_jsonl(p)
+    assert main(["check", "-q", str(p), "--max-outage", "1"]) == 1
+    capsys.readouterr()
+    code, out, err = run_cli(["check", "-q", str(p), "--max-outage", value], capsys)
+    assert code == 2 and len(err) == 1 and "--max-outage must be a finite number" in err[0], err
