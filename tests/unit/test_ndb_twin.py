@@ -307,3 +307,38 @@ def test_the_plugin_and_the_twin_agree_on_the_separator():
     from ndbchaos import pytest_plugin
     from ndbchaos.engines.ndb.twin import MYCNF_SEP
     assert f'"{MYCNF_SEP}"' in inspect.getsource(pytest_plugin)
+
+
+def test_a_file_silent_on_failure_detection_gets_ndbs_defaults_and_their_bounds(tmp_path, monkeypatch):
+    """The manual's own config.ini leaves [mysqld] without NodeId and failure detection at NDB's
+    defaults: the twin numbers the nodes as ndb_mgmd does and runs HeartbeatIntervalDbDb 5000 ms and
+    ArbitrationTimeout 7500 ms (not the default layout's 1000 and 3000), says so in its header, and
+    the bounds the expectations derive follow them."""
+    monkeypatch.delenv("NDBCHAOS_NDB_DIST", raising=False)
+    from pathlib import Path
+    from ndbchaos.engines.ndb.rules import timings
+    corpus = Path(__file__).resolve().parent / "fixtures" / "configini" / "corpus"
+    manual = corpus / "01-manual-9.5-initial-configuration.ini"
+    p = tmp_path / "config.ini"
+    p.write_bytes(manual.read_bytes())
+    t = twin_of(p)
+    assert [(r, i) for r, _, i, _ in t.nodes()] == [("mgm", 1), ("data", 2), ("data", 3), ("sql", 4)]
+    assert (t.params["HeartbeatIntervalDbDb"], t.params["ArbitrationTimeout"], t.params["HeartbeatIntervalDbApi"],
+            t.params["TimeBetweenGlobalCheckpoints"]) == ("5000", "7500", "1500", "2000")
+    text = NdbEngine().layout_text({"ndb_layout": f"config={p}"}, "config.ini")
+    assert "leaves unset run NDB's defaults, written explicitly" in text and "HeartbeatIntervalDbDb=5000" in text
+    cfg = parse_config_ini(text)
+    tm = timings(cfg)
+    assert (tm["heartbeat_db_s"], tm["arbitration_timeout_s"]) == (5.0, 7.5)
+    assert "HeartbeatIntervalDbDb=1000" not in text and "ArbitrationTimeout=3000" not in text
+
+
+def test_a_layout_without_api_slots_renders(tmp_path, monkeypatch):
+    monkeypatch.delenv("NDBCHAOS_NDB_DIST", raising=False)
+    p = tmp_path / "config.ini"
+    p.write_text("[ndb_mgmd]\nHostName=10.0.0.9\n[ndbd]\nHostName=10.0.0.1\n[ndbd]\nHostName=10.0.0.2\n"
+                 "[mysqld]\nHostName=10.0.0.5\n")
+    t = twin_of(p)
+    assert t.api_ids == [] and t.sql == 1
+    text = NdbEngine().layout_text({"ndb_layout": f"config={p}"}, "config.ini")
+    assert parse_config_ini(text).node_groups() == {0: [2, 3]} and "[api]" not in text

@@ -100,7 +100,8 @@ def _extract(dist: str, stamp: tuple) -> Path:
             with tempfile.NamedTemporaryFile(dir=dst.parent, delete=False) as tmp:
                 tmp.write(src.read())
     except (OSError, tarfile.TarError, EOFError) as e:
-        raise NdbChaosError(f"{DIST_ENV}={dist}: not a readable MySQL Cluster distribution ({e})") from None
+        why = " ".join(str(e).split())  # tarfile's reasons span lines
+        raise NdbChaosError(f"{DIST_ENV}={dist}: not a readable MySQL Cluster distribution ({why})") from None
     os.chmod(tmp.name, 0o755)
     os.replace(tmp.name, dst)
     return dst
@@ -154,29 +155,29 @@ def _read(tool: str, data: bytes) -> Answer:
     with tempfile.NamedTemporaryFile(suffix=".ini") as f:
         f.write(text)
         f.flush()
-        r = _run(Path(tool), f.name, "--nodes", "--query=nodeid,type,nodegroup,hostname,ArbitrationRank",
-                 "--rows=\n")
-        if r.returncode != 0:
-            why = refusal(r.stdout + "\n" + r.stderr)
-            return Answer(error=why or f"ndb_config exited {r.returncode}: "
-                          + (r.stderr.strip().splitlines() or ["no message"])[-1])
-        ans = Answer()
-        for row in r.stdout.split("\n"):
-            if not row.strip():
-                continue
-            nid, typ, ng, host, rank = row.split(",")
-            ans.nodes[int(nid)] = (typ, int(ng) if ng else None, back.get(host, host))
-            if rank != "":
-                ans.ranks[int(nid)] = int(rank)
-        q = _run(Path(tool), f.name, "--type=ndbd", "--query=nodeid," + ",".join(DATA_QUERY), "--rows=\n")
-        for row in q.stdout.split("\n"):
-            if row.strip():
-                nid, *vals = row.split(",")
-                ans.data[int(nid)] = dict(zip(DATA_QUERY, vals))
-        for d in ans.data.values():
+        r = _run(Path(tool), f.name, "--nodes", "--rows=\n",
+                 "--query=" + ",".join(("nodeid", "type", "nodegroup", "hostname", "ArbitrationRank") + DATA_QUERY))
+    if r.returncode != 0:
+        why = refusal(r.stdout + "\n" + r.stderr)
+        if why and back:  # the user's host names, not the addresses they stood in for
+            why = re.sub(r"198\.1[89]\.\d+\.\d+(?![\d.])", lambda m: back.get(m.group(0), m.group(0)), why)
+        return Answer(error=why or f"ndb_config exited {r.returncode}: "
+                      + (r.stderr.strip().splitlines() or ["no message"])[-1])
+    ans = Answer()
+    for row in r.stdout.split("\n"):
+        if not row.strip():
+            continue
+        nid, typ, ng, host, rank, *vals = row.split(",")
+        nid = int(nid)
+        ans.nodes[nid] = (typ, int(ng) if ng else None, back.get(host, host))
+        if rank != "":
+            ans.ranks[nid] = int(rank)
+        if typ == "ndbd":
+            d = dict(zip(DATA_QUERY, vals))
             if d.get("Arbitration", "").isdigit() and int(d["Arbitration"]) < len(ARBITRATION):
                 d["Arbitration"] = ARBITRATION[int(d["Arbitration"])]
-        return ans
+            ans.data[nid] = d
+    return ans
 
 
 # -- the parameter table ------------------------------------------------------------------
