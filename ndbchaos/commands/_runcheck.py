@@ -99,12 +99,38 @@ def check_record(history: History, path: str) -> None:
     for k, sample in enumerate(run.get("cluster_samples") or []):
         if not _finite(sample.get("t")):
             raise UsageError(f"{path}: run record cluster_samples[{k}].t must be a number (seconds)")
+    bounds = [("check_options", run.get("check_options")), ("expectation", run.get("expectation"))]
+    bounds += [(f"steps[{k}].{key}", step.get(key)) for k, step in enumerate(run.get("steps") or [])
+               for key in ("check_options", "expectation")]
+    for where, v in bounds:
+        bad = _not_finite(v)
+        if bad is not None:
+            raise UsageError(f"{path}: run record {where}{bad} is {_brief(v, bad)}: a bound that is not a finite "
+                             "number would compare false with everything and judge nothing")
     d = history.params.get("declared")
     if d is not None:
         ops = d.get("operations") if isinstance(d, dict) else None
         if not isinstance(ops, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str) for o in ops):
             raise UsageError(f"{path}: header params.declared must be {{\"operations\": [{{\"name\": str, ...}}, ...]}}"
                              " (a project's workload declaration)")
+
+
+def _not_finite(v, at: str = "") -> str | None:
+    """Where (".key[i]...") the first NaN or infinity in v is, or None (depth is bounded by the reader)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return at
+    items = v.items() if isinstance(v, dict) else enumerate(v) if isinstance(v, list) else ()
+    for k, x in items:
+        found = _not_finite(x, f"{at}.{k}" if isinstance(v, dict) else f"{at}[{k}]")
+        if found is not None:
+            return found
+    return None
+
+
+def _brief(v, at: str) -> str:
+    for part in at.replace("[", ".").replace("]", "").split(".")[1:]:
+        v = v[part] if isinstance(v, dict) else v[int(part)]
+    return repr(v)
 
 
 def _finite(x) -> bool:

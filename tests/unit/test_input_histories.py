@@ -625,3 +625,22 @@ def test_a_max_outage_that_bounds_nothing_is_refused(tmp_path, capsys, value):
     capsys.readouterr()
     code, out, err = run_cli(["check", "-q", str(p), "--max-outage", value], capsys)
     assert code == 2 and len(err) == 1 and "--max-outage must be a finite number" in err[0], err
+
+
+@pytest.mark.parametrize("constant, shown", [("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf")])
+@pytest.mark.parametrize("where, record", [
+    ("check_options.max_outage_s", '{"check_options": {"max_outage_s": %s}}'),
+    ("check_options.max_p99_ms.fault", '{"check_options": {"max_p99_ms": {"fault": %s}}}'),
+    ("steps[0].expectation.bounds[1]", '{"steps": [{"begin": 0, "end": 1, "expectation": {"bounds": [1, %s]}}]}'),
+])
+def test_nan_in_a_run_records_bounds_is_refused_not_a_bound_that_passes_everything(tmp_path, capsys, constant,
+                                                                                    shown, where, record):
+    h = History("pk_update", {})
+    for t in (0.0, 0.1, 5.0, 5.1):  # a 4.9 s outage
+        h.add(1, "u", 1, "ok", t, t + 0.01, "n")
+    p = tmp_path / "h.jsonl"
+    h.write_jsonl(p)
+    head, rest = p.read_text().split("\n", 1)
+    p.write_text(head[:-1] + ', "run": ' + record % constant + "}\n" + rest)
+    line = one_line_error(["check", str(p)], capsys, p, ":")
+    assert f"run record {where} is {shown}: a bound that is not a finite number" in line, line
