@@ -77,8 +77,11 @@ def read_ops(fh, name: str = "<history>") -> tuple[str, dict, dict | None, Colum
     except HistoryFormatError:
         raise
     except ValueError as e:
-        raise HistoryFormatError(f"{name}:1: header is not JSON: {e}") from None
-    workload, params, run = parse_header(head, f"{name}:1")
+        raise HistoryFormatError(f"{name}:1: header is not JSON: {e}{_jepsen_hint(text)}") from None
+    try:
+        workload, params, run = parse_header(head, f"{name}:1")
+    except HistoryFormatError as e:
+        raise HistoryFormatError(f"{e}{_jepsen_hint(text)}") from None
     cols = Columns()
     check_value = VALUE_VALIDATORS.get(head["workload"])
 
@@ -90,6 +93,14 @@ def read_ops(fh, name: str = "<history>") -> tuple[str, dict, dict | None, Colum
             src.lineno += loader.feed(buf, src.lineno + 1)
             del buf  # the source reads into it again
     return workload, params, run, cols
+
+
+def _jepsen_hint(first_line: str) -> str:
+    """What to say when a history's first line is not our header but looks like Jepsen's or
+    Elle's history (a JSON array, an EDN map, an op with a process and a type)."""
+    t = first_line.lstrip()
+    jepsen = t.startswith(("[", "{:")) or ('"process"' in t and '"type"' in t and '"history"' not in t)
+    return " (a Jepsen/Elle history? judge it with --model list-append or rw-register)" if jepsen else ""
 
 
 @contextmanager

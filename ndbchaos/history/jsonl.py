@@ -336,8 +336,11 @@ def _check_ledger(f: str, type_: str, value: Any) -> None:
 
 def _check_bank(f: str, type_: str, value: Any) -> None:
     if f == "transfer":
-        if type(value) is not dict or not {"from", "to", "amount"} <= value.keys():
-            raise TypeError('bank transfer value must be {"from": a, "to": b, "amount": x}')
+        if (type(value) is not dict or not {"from", "to", "amount"} <= value.keys()
+                or type(value["from"]) not in (int, str) or type(value["to"]) not in (int, str)
+                or not _is_num(value["amount"])):
+            raise TypeError('bank transfer value must be {"from": a, "to": b, "amount": x} (accounts as integers '
+                            'or strings, the amount a number)')
     elif f == "read" and type_ == "ok":
         if type(value) is not dict or type(value.get("balances")) is not dict:
             raise TypeError('bank ok read value must be {"balances": {"<account>": balance, ...}}')

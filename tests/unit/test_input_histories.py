@@ -644,3 +644,23 @@ def test_nan_in_a_run_records_bounds_is_refused_not_a_bound_that_passes_everythi
     p.write_text(head[:-1] + ', "run": ' + record % constant + "}\n" + rest)
     line = one_line_error(["check", str(p)], capsys, p, ":")
     assert f"run record {where} is {shown}: a bound that is not a finite number" in line, line
+
+
+def test_a_jepsen_history_without_model_says_to_use_model(tmp_path, capsys):
+    p = tmp_path / "g2.json"
+    p.write_text(json.dumps(G2_HISTORY))
+    assert "header must be" in one_line_error(["check", str(p)], capsys, p, ":1:")
+    q = tmp_path / "g2.edn"
+    q.write_text("{:type :invoke, :process 0, :value [[:r 1 nil]]}\n")
+    for path in (p, q):
+        line = one_line_error(["check", str(path)], capsys, path, ":1:")
+        assert line.endswith("(a Jepsen/Elle history? judge it with --model list-append or rw-register)"), line
+
+
+@pytest.mark.parametrize("value", [{"from": [1], "to": 2, "amount": 1}, {"from": 1, "to": {}, "amount": 1},
+                                   {"from": 1, "to": 2, "amount": "x"}, {"from": 1, "to": 2}])
+def test_a_bank_transfer_of_the_wrong_shape_is_refused(tmp_path, capsys, value):
+    p = tmp_path / "bank.jsonl"
+    p.write_bytes(_run_jsonl("bank", [(1, "transfer", value, "ok", 0.1, 0.2, "n"),
+                                      (2, "read", {"balances": {"0": 10, "1": 10}}, "ok", 0.3, 0.4, "n")]))
+    assert "bank transfer value must be" in one_line_error(["check", str(p)], capsys, p, ":2:")
