@@ -664,3 +664,25 @@ def test_a_bank_transfer_of_the_wrong_shape_is_refused(tmp_path, capsys, value):
     p.write_bytes(_run_jsonl("bank", [(1, "transfer", value, "ok", 0.1, 0.2, "n"),
                                       (2, "read", {"balances": {"0": 10, "1": 10}}, "ok", 0.3, 0.4, "n")]))
     assert "bank transfer value must be" in one_line_error(["check", str(p)], capsys, p, ":2:")
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2 ** 70, 2 ** 70) | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@PROFILE
+@given(name=st.sampled_from(sorted(BASES)), data=st.data())
+def test_any_json_value_in_any_field_gets_a_verdict_or_one_line(tmp_path_factory, name, data):
+    if name.endswith(".edn"):
+        name = "g2.json"
+    items = json.loads(BASES[name]) if name.endswith(".json") else _json_lines(BASES[name])
+    k = data.draw(st.integers(0, len(items) - 1))
+    field = data.draw(st.sampled_from(sorted(items[k]) + ["extra"]))
+    items[k] = {**items[k], field: data.draw(JSON_VALUES)}
+    p = tmp_path_factory.mktemp("anyjson") / name
+    p.write_text(json.dumps(items) if name.endswith(".json") else "\n".join(map(json.dumps, items)) + "\n")
+    for cmd in COMMANDS[name]:
+        code, out, err = _cli([*cmd, str(p)])
+        _judge(code, out, err, p, cmd, False, (cmd, field, items[k]))
