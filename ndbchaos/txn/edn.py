@@ -22,6 +22,7 @@ _TOKEN = re.compile(r"""
   | (?P<atom>[^\s,\[\](){}"#;]+)
 """, re.X)
 _INT = re.compile(r"[+-]?\d+N?\Z")
+_RATIO = re.compile(r"[+-]?\d+/\d+\Z")
 _FLOAT = re.compile(r"[+-]?\d+(?:\.\d*)?(?:[eE][+-]?\d+)?M?\Z")
 _ESC = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "b": "\b", "f": "\f"}
 _CHARS = {"newline": "\n", "space": " ", "tab": "\t", "return": "\r"}
@@ -56,9 +57,10 @@ def _atom(a: str):
             return int(a.rstrip("N"))
         if _FLOAT.match(a):
             return float(a.rstrip("M"))
-        if "/" in a:  # a ratio
+        if _RATIO.match(a) and int(a.partition("/")[2]):  # a ratio
             n, _, d = a.partition("/")
             return int(n) / int(d)
+        raise ValueError(f"{a!r} is not a number")  # a digit starts a number, never a symbol
     return a  # keywords keep their colon; symbols as they are
 
 
@@ -109,7 +111,10 @@ def loads_all(text: str) -> list:
             line += tok.count("\n")
             emit(_string(tok))
         elif kind == "atom":
-            emit(_atom(tok))
+            try:
+                emit(_atom(tok))
+            except (ValueError, OverflowError) as e:  # (a ratio too large for a float)
+                raise EdnError(line, str(e)) from None
         elif kind == "char":
             body = tok[1:]
             emit(_CHARS.get(body, chr(int(body[1:], 16)) if len(body) == 5 and body[0] == "u" else body))

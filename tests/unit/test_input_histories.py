@@ -686,3 +686,18 @@ def test_any_json_value_in_any_field_gets_a_verdict_or_one_line(tmp_path_factory
     for cmd in COMMANDS[name]:
         code, out, err = _cli([*cmd, str(p)])
         _judge(code, out, err, p, cmd, False, (cmd, field, items[k]))
+
+
+EDN_TOKENS = [":type", ":ok", ":invoke", ":info", ":fail", ":process", ":value", ":index", ":r", ":w", ":append", "0",
+              "1", "-1", "1/0", "1/x", "3/4", "1e999", "12abc", "99999999999999999999N", "1.5M", "nil", "true", "[", "]",
+              "{", "}", "(", ")", "#{", "#_", "#inst", '"s"', "\\a", "\\u00e9", ";c\n", ",", "#jepsen.history.Op"]
+
+
+@PROFILE
+@given(tokens=st.lists(st.sampled_from(EDN_TOKENS), max_size=40), text=st.text(max_size=30))
+def test_any_edn_gets_a_verdict_or_one_line(tmp_path_factory, tokens, text):
+    p = tmp_path_factory.mktemp("edn") / "h.edn"
+    p.write_text("{:type :invoke, :process 0, :value [[:r 1 nil]]}\n{" + " ".join(tokens) + "}\n" + text)
+    for model in ("list-append", "rw-register"):
+        code, out, err = _cli(["check", "-q", "--model", model, str(p)])
+        _judge(code, out, err, p, ["check"], False, (tokens, text))
