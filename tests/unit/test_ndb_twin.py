@@ -342,3 +342,12 @@ def test_a_layout_without_api_slots_renders(tmp_path, monkeypatch):
     assert t.api_ids == [] and t.sql == 1
     text = NdbEngine().layout_text({"ndb_layout": f"config={p}"}, "config.ini")
     assert parse_config_ini(text).node_groups() == {0: [2, 3]} and "[api]" not in text
+
+
+def test_a_my_cnf_in_latin1_is_read_and_a_folder_is_one_line(site, tmp_path):
+    p = tmp_path / "latin1.cnf"
+    p.write_bytes(b"# caf\xe9\n[mysqld]\nndbcluster\nndb_wait_connected=30\n")
+    assert twin_of(site, p).mysqld["ndb-wait-connected"] == "30"
+    with pytest.raises(UsageError, match="is a directory") as e:
+        twin_of(site, tmp_path)
+    assert "\n" not in str(e.value)

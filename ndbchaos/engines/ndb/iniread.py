@@ -86,7 +86,7 @@ def _fgets_lines(data: bytes) -> list[str]:
     return out
 
 
-def _trim(s: str) -> str:
+def trim_line(s: str) -> str:
     """InitConfigFileParser's trim: trailing CR/LF/space/tab (never the first character), leading
     space/tab, then one pair of enclosing double quotes."""
     end = len(s) - 1
@@ -164,6 +164,7 @@ class _Section:
     default: bool
     line: int  # of its header
     written: str  # the header's name, lower case (ndbd, mysqld, api, db, ...)
+    shown: str = ""  # as ndb_mgmd names it while reading its lines: DB, API, MGM for an alias, else as written
     params: dict = field(default_factory=dict)  # lower-cased name -> (as written, text, value)
     inherited: dict = field(default_factory=dict)  # the [<kind> default] values in effect at its header
 
@@ -190,7 +191,7 @@ def load_config_ini(data: bytes | str) -> NdbConfig:
     state = {"next": 1, "allocated": {}, "local": False, "other": None, "replicas": None, "system": False}
 
     def fail(msg: str, at: int | None = None):
-        raise ConfigIniError(f"line {lineno if at is None else at}: {msg}")
+        raise ConfigIniError(f"line {lineno if at is None else at}: {msg}".rstrip())
 
     def store(sec: _Section | None):
         if sec is None:
@@ -250,36 +251,37 @@ def load_config_ini(data: bytes | str) -> NdbConfig:
 
     for raw in lines:
         lineno += 1
-        line = _trim(raw)
+        line = trim_line(raw)
         if _empty(line):
             continue
         m = _DEFAULT_HEADER.match(line)
         kind = SECTION_NAMES.get(m.group(1).lower()) if m and m.group(2).lower() == "default" else None
         if kind and f"{kind} DEFAULT" in info:
             store(current)
-            current = _Section(kind, True, lineno, m.group(1).lower())
+            current = _Section(kind, True, lineno, m.group(1).lower(), _shown(m.group(1)))
             continue
         if line.startswith("[") and line.endswith("]") and len(line) > 1:
-            name = _trim(" " + line[1:-1]).lower()
-            kind = SECTION_NAMES.get(name)
+            name = trim_line(" " + line[1:-1])
+            kind = SECTION_NAMES.get(name.lower())
             if kind:
                 store(current)
-                current = _Section(kind, False, lineno, name, inherited=dict(defaults.get(kind, {})))
+                current = _Section(kind, False, lineno, name.lower(), _shown(name),
+                                   inherited=dict(defaults.get(kind, {})))
                 continue
         if current is None:
             fail("Value specified outside section")
         at = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
         if at < 0:
             fail("Parse error")
-        written = _trim_chars(line[:at])
-        value = _trim_chars(line[at + 1:].split("#", 1)[0])
+        written = trim_value(line[:at])
+        value = trim_value(line[at + 1:].split("#", 1)[0])
         table = _COMPUTER if current.kind == "COMPUTER" else info[current.kind + (" DEFAULT" if current.default
                                                                                  else "")]
         key = written.lower()
         if key not in table:
-            fail(f"[{current.kind}] Unknown parameter: {written}")
+            fail(f"[{current.shown}] Unknown parameter: {written}")
         if key in current.params:
-            fail(f"[{current.kind}] Parameter {written} specified twice")
+            fail(f"[{current.shown}] Parameter {written} specified twice")
         v, why = _convert(table[key], written, value)
         if why:
             fail(why)
@@ -306,7 +308,13 @@ def load_config_ini(data: bytes | str) -> NdbConfig:
     return cfg
 
 
-def _trim_chars(s: str) -> str:
+def _shown(name: str) -> str:
+    """A section's name in ndb_mgmd's messages about its lines: an alias (ndbd, mysqld, ndb_mgmd, any
+    case) by its section's name, any other as written ([db], [Tcp], [system])."""
+    return {"ndbd": "DB", "mysqld": "API", "ndb_mgmd": "MGM"}.get(name.lower(), name)
+
+
+def trim_value(s: str) -> str:
     return s.strip("\r\n \t")
 
 

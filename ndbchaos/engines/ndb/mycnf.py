@@ -93,13 +93,30 @@ def parse(text: str, what: str = "my.cnf") -> dict[str, dict[str, str]]:
     return out
 
 
-def read(path: str | Path) -> dict[str, dict[str, str]]:
+def decode(data: bytes) -> str:
+    """An option file's text: UTF-8, else latin-1 (MySQL reads option files as bytes; a latin-1
+    comment is not an error to it)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
+
+
+def read_text(path: str | Path, flag: str = "--ndb-mycnf") -> str:
+    """The text of the my.cnf ``path`` (``decode``); UsageError (one line) naming it when it
+    cannot be read (missing, a directory, no permission)."""
     p = Path(path).expanduser()
     try:
-        text = p.read_text()
+        return decode(p.read_bytes())
+    except IsADirectoryError:
+        raise UsageError(f"{flag} {path}: is a directory, not a file") from None
     except OSError as e:
-        raise UsageError(f"--ndb-mycnf {path}: {e.strerror or e}") from None
-    return parse(text, f"--ndb-mycnf {p}")
+        raise UsageError(f"{flag} {path}: {e.strerror or e}") from None
+
+
+def read(path: str | Path) -> dict[str, dict[str, str]]:
+    p = Path(path).expanduser()
+    return parse(read_text(p), f"--ndb-mycnf {p}")
 
 
 def server_options(sections: dict[str, dict[str, str]]) -> dict[str, str]:
@@ -149,4 +166,5 @@ def seconds(options: dict[str, str], key: str, default: float) -> float:
         return default
 
 
-__all__ = ["KEPT", "PLACES", "SCALED", "canonical", "parse", "read", "server_options", "seconds", "twin_mysqld"]
+__all__ = ["KEPT", "PLACES", "SCALED", "canonical", "decode", "parse", "read", "read_text", "server_options", "seconds",
+           "twin_mysqld"]

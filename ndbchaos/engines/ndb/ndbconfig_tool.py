@@ -35,6 +35,7 @@ from pathlib import Path
 from ...errors import NdbChaosError
 from ...resources import DATA_DIR, cache_dir
 from .image import DIST_ENV, dist_path
+from .iniread import trim_line, trim_value
 
 #: the distribution the parameter table was taken from
 VERSION = "9.7.2"
@@ -109,7 +110,7 @@ def _extract(dist: str, stamp: tuple) -> Path:
 
 def _run(tool: Path, path: str, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(tool), "--no-defaults", f"--config-file={path}", *args], capture_output=True,
-                          text=True, errors="replace", timeout=30)
+                          text=True, encoding="latin-1", timeout=30)
 
 
 def refusal(output: str) -> str | None:
@@ -127,21 +128,23 @@ def refusal(output: str) -> str | None:
 
 
 def _hosts_replaced(data: bytes) -> tuple[bytes, dict[str, str]]:
-    """``data`` with each HostName value that is neither an IPv4 address nor localhost replaced by
-    an address of 198.18.0.0/15 (same name, same address); the address -> name map."""
-    names: dict[bytes, bytes] = {}
+    """``data`` with each HostName value (as ndb_mgmd reads the line: ``iniread``) that is neither
+    an IPv4 address nor localhost replaced by an address of 198.18.0.0/15 (same name, same
+    address); the address -> name map."""
+    names: dict[str, str] = {}
     out = []
-    pat = re.compile(rb"^(\s*\"?\s*hostname\s*[=:][ \t]*)([^#\r\n\"]*?)([ \t]*(?:[#\"\r\n].*)?)$", re.I | re.S)
     for line in data.split(b"\n"):
-        m = pat.match(line)
-        host = m.group(2).strip() if m else b""
-        if host and not _ADDRESS.match(host.decode("latin-1")) and host != b"localhost":
+        text = line.split(b"\0", 1)[0].decode("latin-1")
+        m = re.match(r"(?i)hostname\s*[=:]", trim_line(text))
+        host = trim_value(trim_line(text)[m.end():].split("#", 1)[0]) if m else ""
+        if host and not _ADDRESS.match(host) and host != "localhost":
+            at = text.find(host, text.lower().find("hostname") + len("hostname"))
             if host not in names:
                 n = len(names) + 1
-                names[host] = f"198.18.{n // 250}.{n % 250 + 1}".encode()
-            line = m.group(1) + names[host] + m.group(3)
+                names[host] = f"198.18.{n // 250}.{n % 250 + 1}"
+            line = (text[:at] + names[host] + text[at + len(host):]).encode("latin-1") + line[len(text):]
         out.append(line)
-    return b"\n".join(out), {v.decode(): k.decode("latin-1") for k, v in names.items()}
+    return b"\n".join(out), {v: k for k, v in names.items()}
 
 
 def read(tool: Path, data: bytes) -> Answer:

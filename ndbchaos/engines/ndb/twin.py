@@ -35,6 +35,7 @@ from .ndbconfig_tool import VERSION as NDB_CONFIG_VERSION
 from .ndbconfig_tool import ndb_config
 from .ndbconfig_tool import read as ndb_config_read
 from .mycnf import read as read_mycnf
+from .mycnf import read_text as read_mycnf_text
 from .mycnf import twin_mysqld
 from .spec import MAX_ADDRESS_NODE_ID, MAX_CONTAINERS, MAX_DATA_NODE_ID, MEMORY_CEILING_MIB, estimate_mib
 
@@ -318,7 +319,7 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
                            f"{need} in all; your config.ini's [mysqld] and [api] slots give {have}"
                            + ("" if have >= need else ": some connections find no free slot, as on your hosts, "
                               "and the tools that need one (ndb_restore, ndbinfo_select_all) may find none"))
-        cnf_source, cnf_text = str(cp.resolve()), cp.read_text()
+        cnf_source, cnf_text = str(cp.resolve()), read_mycnf_text(cp)
     digest = hashlib.sha256((text + "\0" + cnf_text).encode()).hexdigest()[:12]
     return TwinLayout(str(p.resolve()), digest, replicas, tuple(nodes), ranks, params, sorted(api_ids), hosts,
                       changes, mysqld, cnf_source)
