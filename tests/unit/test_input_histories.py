@@ -688,9 +688,10 @@ def test_any_json_value_in_any_field_gets_a_verdict_or_one_line(tmp_path_factory
         _judge(code, out, err, p, cmd, False, (cmd, field, items[k]))
 
 
-EDN_TOKENS = [":type", ":ok", ":invoke", ":info", ":fail", ":process", ":value", ":index", ":r", ":w", ":append", "0",
-              "1", "-1", "1/0", "1/x", "3/4", "1e999", "12abc", "99999999999999999999N", "1.5M", "nil", "true", "[", "]",
-              "{", "}", "(", ")", "#{", "#_", "#inst", '"s"', "\\a", "\\u00e9", ";c\n", ",", "#jepsen.history.Op"]
+EDN_TOKENS = [":type", ":ok", ":invoke", ":info", ":fail", ":process", ":value", ":index", ":r", ":w", ":append",
+              "0", "1", "-1", "1/0", "1/x", "3/4", "1e999", "12abc", "99999999999999999999N", "1.5M", "nil", "true",
+              "[", "]", "{", "}", "(", ")", "#{", "#_", "#inst", '"s"', "\\a", "\\u00e9", ";c\n", ",",
+              "#jepsen.history.Op"]
 
 
 @PROFILE
