@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from . import topology as TP
 from .engines.base import Expectation
+from .errors import UsageError
 from .workload.contract import ClientOptions
 
 
@@ -92,9 +93,20 @@ def failover(plan: Plan, clients_fail_over: bool) -> dict:
 def partition(cluster, family: str, fault) -> Plan:
     """The engine's verdict on the fault's components (``Engine.partition_outcome``): the data
     nodes of stopped components must be excluded by the others (when any serve), the SQL nodes
-    with them stop; when no component keeps data nodes running, every SQL node stops."""
+    with them stop; when no component keeps data nodes running, every SQL node stops. A split
+    whose outcome is a race (NDB: several sides ask an arbitrator that reaches them all) is a
+    UsageError: what it would judge is not decided by the rules."""
     components = fault.window.params["components"]
     out = cluster.engine.partition_outcome(cluster, components)
+    if out.get("race"):
+        # NDB: an even split whose arbitrator reaches every side gives its yes to the first side
+        # that asks; which one is timing, not a rule: no plan can say which nodes must be excluded
+        raise UsageError(
+            f"partition {' | '.join(','.join(c) for c in components)}: the sides "
+            f"{' and '.join('{' + ','.join(c) + '}' for c in out['race'])} each need the arbitrator (node "
+            f"{out.get('arbitrator')}), which reaches them all and says yes to whichever asks first: which side "
+            "keeps running is a race the engine's rules do not decide; put the arbitrator with one side or cut it "
+            "off from every side")
     stopped = sorted({n for comp in out["stopped"] for n in comp})
     base = cluster.engine.expectation("datanode_loss", cluster, lost=1)
     survives = bool(out["serving"]) and any(

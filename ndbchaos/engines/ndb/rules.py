@@ -162,9 +162,11 @@ def partition_outcome(topology: TP.Topology, cfg: NdbConfig, components: list[li
     present and none complete -> arbitration: the component that holds the arbitrator
     in effect (``arbitrator``: name, node id or None; ``arbitrator_source`` says where it comes
     from) gets the yes, every other one shuts down with 2305; an arbitrator in no component
-    reaches every side and says yes to the first requester (``race``: exactly one of them keeps
-    running). Management and SQL nodes do not vote; an SQL node serves only in a component whose
-    data nodes keep running (or, in no component, when any component does).
+    reaches every side and says yes to the first requester: the one component that asks gets it,
+    and when several ask it is a ``race`` (exactly one of them keeps running, which one NDB's
+    rules do not say: ``plans.partition`` refuses to judge it). Management and SQL nodes do not
+    vote; an SQL node serves only in a component whose data nodes keep running (or, in no
+    component, when any component does).
 
     Returns ``{"serving": [...], "stopped": [...], "rule": "...", "race": [...],
     "decisions": [...], "arbitrator": id|None, "sql_serving": [...]}``.
@@ -239,6 +241,12 @@ def partition_outcome(topology: TP.Topology, cfg: NdbConfig, components: list[li
                      **({} if outcome == "win" else {"exit_code": 2305}))
             terms.append(f"{label}: {facts} -> '{text}'" + (" -> shutdown (2305)" if outcome == "lose" else ""))
         decisions.append(d)
+    if len(arbitrating) == 1:
+        # The only side that asks: the others lost their checks and ask nobody, so the
+        # arbitrator's yes (to the first requester) is this side's, whatever the timing.
+        i = arbitrating.pop()
+        decisions[i].update(outcome="serving", arbitration=f"Arbitration won - positive reply from node {arb}")
+        terms[i] += f"; the only side that asks -> 'Arbitration won - positive reply from node {arb}'"
     serving = [list(components[i]) for i, d in enumerate(decisions) if d["outcome"] == "serving"]
     stopped = [list(components[i]) for i, d in enumerate(decisions) if d["outcome"] == "stopped"]
     race = [list(components[i]) for i in arbitrating]
