@@ -5,15 +5,20 @@ machine, with what had to change said, never silently dropped.
     twin = twin_of("site/config.ini")        # TwinLayout: what render.py and the engine start
     twin.changes                             # each value replaced or not reproduced, and why
 
-What is kept: every node's NodeId, node group (explicit, or implied by node id order as NDB
-assigns it: the lowest ids fill group 0 first, NoOfReplicas at a time; ndb-operations 5.1),
-ArbitrationRank and ArbitrationDelay, and the data nodes' parameters that decide availability
-(``KEPT``: heartbeats, arbitration, checkpoints and their timeouts, start timeouts, StopOnError).
-What is replaced by the default layout's value (memory- and disk-sized, paths, ports, threads):
-``SCALED``, listed with both values. Host names become containers (``mgm1``, ``data1``, ``sql1``
-in node id order, each at 100 + NodeId in the cluster's /24). Anything else is named in
-``changes`` as not reproduced. Refused, in one line: what the containers cannot be (a node id
-past 154, more nodes than the machine runs, node groups NDB would refuse, no SQL node).
+The file is read as ndb_mgmd 9.7.2 reads it (``iniread.load_config_ini``; docs/facts.md NDB 13),
+and, where a distribution is at hand (NDBCHAOS_NDB_DIST), by its own ndb_config first: a file
+ndb_mgmd refuses is refused in ndb_config's words (``line N: reason``). What is kept: every
+node's NodeId (given, or numbered as ndb_mgmd numbers it), node group (explicit, or implied as
+NDB assigns it: the lowest ids fill the lowest group first, NoOfReplicas at a time),
+ArbitrationRank and ArbitrationDelay, and the parameters that decide availability the data nodes
+run (``KEPT``: heartbeats, arbitration, checkpoints and their timeouts, start timeouts,
+StopOnError), NDB's defaults written explicitly where the file is silent. What is replaced by the
+default layout's value (memory- and disk-sized, paths, ports, threads): ``SCALED``, listed with
+both values. Host names become containers (``mgm1``, ``data1``, ``sql1`` in node id order, each
+at 100 + NodeId in the cluster's /24); the SQL nodes are the [mysqld] sections that name a host,
+or every [mysqld] section where none does. Anything else is named in ``changes`` as not
+reproduced. Refused, in one line: what the containers cannot be (a node id past 154, more nodes
+than the machine runs, no [mysqld] section).
 
 With the user's my.cnf (``--ndb-mycnf``), the SQL nodes get the [mysqld] options that decide what
 their clients see (``mycnf.KEPT``: waits for the cluster, connection pooling, NDB's reads and
