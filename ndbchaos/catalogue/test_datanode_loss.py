@@ -111,6 +111,7 @@ SCENARIOS = [
              engines=("ndb",), elsewhere="an NDB online backup (START BACKUP) has no Galera counterpart here",
              needs=replicated("the backup's abort is logged by the data nodes that survive the kill")),
     # An operator's rolling restart: every data node 'N RESTART' in turn under load. Zero outage.
+    # Fails on 9.7.2 (finding 23): a strict expected failure (KNOWN_FAILURES), slow for CI's budget.
     Scenario("rolling_restart_under_load", "datanode_loss",
              "rolling restart of every data node (ndb_mgm 'N RESTART', one at a time): zero outage",
              fault=lambda c, rng: RollingRestart(c, every_data_node(c)), expectation="rolling_restart",
@@ -118,6 +119,13 @@ SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize("sc", params(SCENARIOS))
+#: what fails today on a finding of the engine (docs/ndb.md), strict: a fix is noticed
+KNOWN_FAILURES = {
+    "rolling_restart_under_load": "finding 23: a rolling restart is not free of stalls (9.7.2: two of four "
+                                  "departures stalled every client 0.20-0.24 s, against the zero outage asserted)",
+}
+
+
+@pytest.mark.parametrize("sc", params(SCENARIOS, KNOWN_FAILURES))
 def test_datanode_loss(sc, play):
     play(sc)

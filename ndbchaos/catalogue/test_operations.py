@@ -156,6 +156,14 @@ SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize("sc", params(SCENARIOS))
+#: what fails today on a finding of the engine (docs/ndb.md), strict: a fix is noticed
+KNOWN_FAILURES = {
+    "create_index_while_its_sql_node_dies": "finding 36: an SQL node killed during CREATE INDEX leaves the other "
+                                            "SQL node without the index for over two synchronisation periods "
+                                            "(9.7.2: 130 s, 3 of 3 runs)",
+}
+
+
+@pytest.mark.parametrize("sc", params(SCENARIOS, KNOWN_FAILURES))
 def test_operations(sc, play):
     play(sc)

@@ -111,3 +111,19 @@ def test_every_skip_is_listed_by_reason():
     lines = skipped_lines([("a.py::t1", "NDB not available: x"), ("a.py::t2", "NDB not available: x"),
                            ("b.py::t3", "no sch_netem")])
     assert lines == ["   2 x a.py::t1 (and 1 more): NDB not available: x", "   1 x b.py::t3: no sch_netem"]
+
+
+def test_the_known_failures_are_strict_expected_failures_naming_their_finding():
+    """A scenario that fails today on a finding of the engine is an expected failure, strict (a
+    fix, or a changed expectation, makes the run fail and is noticed), never only `slow`."""
+    from ndbchaos.catalogue import helpers, test_datanode_loss, test_operations
+    for mod in (test_datanode_loss, test_operations):
+        by_name = {p.id: p for p in helpers.params(mod.SCENARIOS, mod.KNOWN_FAILURES)}
+        assert mod.KNOWN_FAILURES
+        for name, reason in mod.KNOWN_FAILURES.items():
+            (xfail,) = [m for m in by_name[name].marks if m.name == "xfail"]
+            assert xfail.kwargs == {"strict": True, "reason": reason} and reason.startswith("finding ")
+        assert all(not any(m.name == "xfail" for m in p.marks) for n, p in by_name.items()
+                   if n not in mod.KNOWN_FAILURES)
+    with pytest.raises(Exception, match="known failures name no declaration: no_such_scenario"):
+        helpers.params(test_operations.SCENARIOS, {"no_such_scenario": "finding 0"})
