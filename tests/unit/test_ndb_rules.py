@@ -163,3 +163,108 @@ def test_ndb_error_rules_place_only_their_own_numbers():
         assert ndb_errors.classify("ndb", errno, "x") is None
     assert ndb_errors.ndb_class(4115) == "unknown" and ndb_errors.ndb_class(281) == "permanent"
     assert ndb_errors.handler_code("Got error 157 - 'x' from storage engine") == 157
+
+
+# -- the arbitration check, branch by branch (QmgrMain.cpp handleArbitCheck's order) ---------------
+
+TWO_BY_TWO = {0: {11, 12}, 1: {13, 14}}
+THREE_BY_FIVE = {0: {1, 2, 3}, 1: {4, 5, 6}, 2: {7, 8, 9}, 3: {10, 11, 12}, 4: {13, 14, 15}}
+
+
+@pytest.mark.parametrize("groups, before, survivors, outcome, text", [
+    # a node group with no survivor loses, even with more than half left
+    (TWO_BY_TWO, {11, 12, 13, 14}, {11, 12, 13}, "win", "Arbitration check won - node group majority"),
+    (TWO_BY_TWO, {11, 12, 13, 14}, {11, 12}, "lose", "Arbitration check lost - missing node group"),
+    ({0: {1, 2, 3}, 1: {4, 5, 6}}, {1, 2, 3, 4, 5, 6}, {1, 2, 3, 4, 5}, "win",
+     "Arbitration check won - node group majority"),
+    # every group present, none complete: the count against the nodes alive before decides
+    ({0: {1, 2, 3}, 1: {4, 5, 6}}, {1, 2, 3, 4, 5, 6}, {1, 2, 4, 5}, "win",
+     "Arbitration check won - all node groups and more than 1/2 nodes left"),
+    (TWO_BY_TWO, {11, 12, 13, 14}, {11, 13}, "arbitrate", "Network partitioning - arbitration required"),
+    ({0: {1, 2, 3}, 1: {4, 5, 6}}, {1, 2, 3, 4, 5, 6}, {1, 4}, "lose",
+     "Arbitration check lost - less than 1/2 nodes left"),
+    # a complete node group wins before the count: 7 of 15 with group 0 complete (Qmgr's order)
+    (THREE_BY_FIVE, set(range(1, 16)), {1, 2, 3, 4, 7, 10, 13}, "win", "Arbitration check won - node group majority"),
+    # the count is of the nodes alive before: 2 of 3 alive (one already gone) is more than half
+    ({0: {1, 2, 3}, 1: {4, 5, 6}}, {1, 2, 4}, {1, 4}, "win",
+     "Arbitration check won - all node groups and more than 1/2 nodes left"),
+    ({0: {1, 2, 3}, 1: {4, 5, 6}}, {1, 2, 4, 5}, {1, 4}, "arbitrate", "Network partitioning - arbitration required"),
+])
+def test_arbitration_check_in_qmgr_order(groups, before, survivors, outcome, text):
+    assert R.arbitration_check(groups, before, survivors) == (outcome, text)
+
+
+def test_partition_outcome_counts_only_the_data_nodes_alive_before():
+    topo, cfg = shipped()
+    rest = [n.name for n in topo.nodes if n.name not in ("data1", "data3")]
+    # data4 was already down: data1,data3 is 2 of 3 alive, with both node groups: they win
+    out = R.partition_outcome(topo, cfg, [["data1", "data3"], rest], alive=["data1", "data2", "data3"],
+                              arbitrator=1)
+    d = out["decisions"][0]
+    assert d["outcome"] == "serving" and d["data_nodes"] == [11, 13] and "more than 1/2" in d["check"]
+    assert out["decisions"][1]["data_nodes"] == [12] and out["decisions"][1]["outcome"] == "stopped"
+    assert "alive before: 3" in out["rule"]
+    # a live data node in no component counts as lost, and is said so
+    left_out = R.partition_outcome(topo, cfg, [["data1", "data2", "data3"], ["mgm1"]], arbitrator=1)
+    assert left_out["lost_data_nodes"] == [14] and "count as lost: 14" in left_out["rule"]
+    assert left_out["serving"] == [["data1", "data2", "data3"]]
+
+
+def test_partition_outcome_sql_nodes_serve_with_their_data_nodes():
+    topo, cfg = shipped()
+    comps = [["data1", "data3", "mgm1", "sql1"], ["data2", "data4", "sql2"]]
+    out = R.partition_outcome(topo, cfg, comps, arbitrator=1)
+    assert out["sql_serving"] == ["sql1"] and out["shut_down"] == ["data2", "data4"]
+    # an SQL node in no component serves when some component does
+    out2 = R.partition_outcome(topo, cfg, [["data1", "data3", "mgm1"], ["data2", "data4"]], arbitrator=1)
+    assert out2["sql_serving"] == ["sql1", "sql2"]
+    stopped = R.partition_outcome(topo, cfg, [["data1", "data3", "sql1"], ["data2", "data4", "sql2"], ["mgm1"]],
+                                  arbitrator=1)
+    assert stopped["sql_serving"] == [] and stopped["serving"] == [] and len(stopped["stopped"]) == 3
+    assert stopped["exit_codes"] == {n: 2305 for n in ("data1", "data2", "data3", "data4")}
+
+
+def test_partition_outcome_bounds_from_the_heartbeat_ring():
+    topo, cfg = shipped()
+    tm = R.timings(cfg)
+    comps = [["data1", "data3", "mgm1"], ["data2", "data4"]]
+    out = R.partition_outcome(topo, cfg, comps, arbitrator=1)
+    assert out["detection_bound_s"] == round(R.partition_bounds(tm, 2, 2)[0], 3)
+    assert out["decision_bound_s"] == round(R.partition_bounds(tm, 2, 2)[1], 3)
+    assert f"within {R.partition_bounds(tm, 2, 2)[1]:.0f} s of the cut" in out["rule"]
+    rest = [n.name for n in topo.nodes if n.name != "data1"]
+    iso = R.partition_outcome(topo, cfg, [["data1"], rest], arbitrator=1)
+    assert iso["detection_bound_s"] == round(R.partition_bounds(tm, 1, 3)[0], 3)
+    assert iso["decision_bound_s"] == round(R.partition_bounds(tm, 3, 1)[1], 3)
+    sql_only = R.partition_outcome(topo, cfg, [["sql1"], [n.name for n in topo.nodes if n.name != "sql1"]],
+                                   arbitrator=1)
+    assert sql_only["detection_bound_s"] is None and sql_only["decision_bound_s"] is None
+    assert sql_only["shut_down"] == [] and sql_only["decisions"][0]["check"] == "no data nodes"
+    assert sql_only["decisions"][1]["check"] == "no data node lost: no arbitration check"
+
+
+def test_partition_outcome_race_and_the_only_side_that_asks():
+    topo, cfg = shipped()
+    halves = [["data1", "data3"], ["data2", "data4"]]  # mgm1 untouched: reaches both
+    race = R.partition_outcome(topo, cfg, halves, arbitrator=1)
+    assert race["race"] == halves and race["serving"] == [] and race["stopped"] == []
+    assert [d["outcome"] for d in race["decisions"]] == ["race", "race"]
+    assert race["sql_serving"] == ["sql1", "sql2"] and race["decision_bound_s"] is None
+    one = R.partition_outcome(topo, cfg, [["data1", "data3"], ["data2"], ["data4"]], arbitrator=1)
+    assert one["race"] == [] and one["serving"] == [["data1", "data3"]]
+    assert one["decisions"][0]["arbitration"] == "Arbitration won - positive reply from node 1"
+    assert "the only side that asks" in one["rule"] and one["expected_events"][0] == "arbitration_won"
+    assert one["detection_bound_s"] == round(R.partition_bounds(R.timings(cfg), 2, 2)[0], 3)
+
+
+def test_partition_outcome_says_who_arbitrates_next():
+    topo, cfg = shipped()
+    comps = [["data1", "data3", "mgm2"], ["data2", "data4", "mgm1"]]
+    out = R.partition_outcome(topo, cfg, comps, arbitrator="mgm1")
+    assert out["serving"] == [comps[1]]
+    cut = R.partition_outcome(topo, cfg, [["data1", "data2", "data3"], ["data4", "mgm1"]], arbitrator=1)
+    assert "no longer reaches arbitrator node 1: its president selects the next candidate it reaches (node 2)" \
+        in cut["rule"]
+    alone = R.partition_outcome(topo, cfg, [["data1", "data2", "data3"], ["data4", "mgm1", "mgm2"]], arbitrator=1)
+    assert "(none: it runs without one)" in alone["rule"]
+    assert "[UNVERIFIED timing" in out["rule"]
