@@ -330,7 +330,7 @@ hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-settings.register_profile("input_histories", max_examples=50, deadline=None, derandomize=True, database=None,
+settings.register_profile("input_histories", max_examples=40, deadline=None, derandomize=True, database=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 PROFILE = settings.get_profile("input_histories")
 FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
@@ -520,7 +520,7 @@ def _judge(code, out, err, path, cmd, bad, what):
             assert json.loads(out)["valid"] in (True, False, "unknown"), what
 
 
-@settings(PROFILE, max_examples=100)
+@settings(PROFILE, max_examples=80)
 @given(case=mutated())
 def test_a_mutated_history_gets_a_verdict_or_one_line(tmp_path_factory, case):
     name, data, bad, kind = case
