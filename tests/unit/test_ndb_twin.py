@@ -119,7 +119,7 @@ def test_explicit_node_groups_win_over_id_order(tmp_path):
 
 
 @pytest.mark.parametrize("edit,why", [
-    (("NodeId=60", "NodeId=200"), "NodeId 200 cannot be reproduced"),
+    (("NodeId=60", "NodeId=200"), "[mysqld] NodeId 200 cannot be reproduced"),
     # ndb_mgmd's own refusals (config.load_config_ini; each reason and line is ndb_config 9.7.2's for the same
     # file, checked when it was written), then what a container cannot be
     (("NoOfReplicas=3", "NoOfReplicas=5"),

@@ -223,17 +223,16 @@ def twin_of(path: str | Path, mycnf_path: str | Path | None = None) -> TwinLayou
         changes.append("node groups implied by node id order (NDB's own assignment), written explicitly: "
                        + ", ".join(f"NodeId {i} -> {g}" for i, g in sorted(implied.items())))
     # (node groups of NoOfReplicas members and unique ids: load_config_ini refused any other, as ndb_mgmd does)
-    ids = [n.node_id for n in cfg.nodes]
     for n in data:
         if n.node_id > MAX_DATA_NODE_ID:
             # ndb_mgmd 9.7.2 numbers a data node section past 144 when earlier ids run out (ndb_config
             # accepts it); no data node runs with such an id
             raise UsageError(f"{what}: [ndbd] NodeId {n.node_id} (as ndb_mgmd numbers it); data node ids end at "
                              f"{MAX_DATA_NODE_ID}")
-    too_high = [i for i in ids if i > MAX_ADDRESS_NODE_ID]
+    too_high = sorted((n for n in cfg.nodes if n.node_id > MAX_ADDRESS_NODE_ID), key=lambda n: n.node_id)
     if too_high:
-        raise UsageError(f"{what}: NodeId {too_high[0]} cannot be reproduced: a twin's node lives at 100 + NodeId "
-                         f"in its /24, so node ids end at {MAX_ADDRESS_NODE_ID}")
+        raise UsageError(f"{what}: [{too_high[0].section}] NodeId {too_high[0].node_id} cannot be reproduced: a "
+                         f"twin's node lives at 100 + NodeId in its /24, so node ids end at {MAX_ADDRESS_NODE_ID}")
 
     nodes, ranks, hosts, api_ids = [], {}, {}, []
     count = {"mgm": 0, "data": 0, "spare": 0, "sql": 0}
