@@ -119,6 +119,7 @@ def test_layout_of_every_case_is_the_engines_answer_or_one_line(tmp_path, capsys
             continue
         assert code == 0 and "error" not in rec, (name, code, err)
         twins += 1
+        load_config_ini(out)  # what the twin's ndb_mgmd reads is a file ndb_mgmd reads
         cfg = parse_config_ini(out)
         data_nodes = {i: v for i, v in rec["nodes"].items() if v[0] == "ndbd" and v[1] != 65536}
         assert {str(n.node_id) for n in cfg.data_nodes} == set(data_nodes), name
@@ -130,6 +131,27 @@ def test_layout_of_every_case_is_the_engines_answer_or_one_line(tmp_path, capsys
             v = cfg.data_param(k)
             assert {"true": "1", "false": "0"}.get(v, v) == first[k], (name, k, v, first[k])
     assert twins >= 40
+
+
+def test_ndb_config_reads_each_twin_as_the_twin_means_it(tmp_path, capsys):
+    """The config.ini a twin's ndb_mgmd is given, for every corpus file 9.7.2 reads: ndb_config
+    reads it, with the user's node ids, node groups and failure detection settings."""
+    tool = _tool()
+    for name, data in CASES:
+        if ":" in name or "error" in RECORDED[name]:
+            continue
+        p = tmp_path / name
+        p.write_bytes(data)
+        code, out, err = _layout(p, capsys)
+        if code != 0:
+            continue
+        twin = read(tool, out.encode())
+        assert twin.error is None, (name, twin.error)
+        rec = RECORDED[name]
+        for nid, (typ, ng, _) in rec["nodes"].items():
+            if typ == "ndbd":
+                assert twin.nodes[int(nid)][:2] == (typ, ng), name
+                assert all(twin.data[int(nid)][k] == rec["data"][nid][k] for k in FAILURE_DETECTION), name
 
 
 def test_the_twin_refuses_in_ndb_configs_own_words(tmp_path):
