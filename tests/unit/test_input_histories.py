@@ -702,3 +702,12 @@ def test_any_edn_gets_a_verdict_or_one_line(tmp_path_factory, tokens, text):
     for model in ("list-append", "rw-register"):
         code, out, err = _cli(["check", "-q", "--model", model, str(p)])
         _judge(code, out, err, p, ["check"], False, (tokens, text))
+
+
+
+def test_a_ledger_id_the_durability_check_cannot_hold_names_the_file(tmp_path, capsys):
+    # the reader keeps integers beyond 64 bits (they round-trip); the durability checker refuses them
+    p = tmp_path / "h.jsonl"
+    p.write_bytes(_run_jsonl("ledger", [(1, "insert", 2 ** 70, "ok", 0.1, 0.2, "n"),
+                                        (2, "read", [2 ** 70], "ok", 0.3, 0.4, "n")]))
+    assert "ledger insert values must be integer ids" in one_line_error(["check", str(p)], capsys, p, ": ")
