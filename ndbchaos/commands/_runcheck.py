@@ -53,6 +53,23 @@ def load_windows(path: str):
     return windows
 
 
+def check_windows_span(windows: list[dict], history: History, path: str) -> None:
+    """A window no operation's time span meets is on another clock (the windows are seconds on
+    the history's clock): the fault phase would be judged on nothing."""
+    c = history.cols
+    c.flush()
+    if not len(c):
+        return
+    t0 = float(np.frombuffer(c.start, dtype=np.float64).min())
+    t1 = float(np.frombuffer(c.end, dtype=np.float64).max())
+    for k, w in enumerate(windows):
+        end = w["end"] if w["end"] is not None else math.inf
+        if w["start"] > t1 or end < t0:
+            raise UsageError(f"{path}: window {k} ({w['start']:g} to {'never' if w['end'] is None else f'{end:g}'} s) "
+                             f"lies outside the history ({t0:g} to {t1:g} s): windows are seconds on the "
+                             "history's clock")
+
+
 def known_workloads() -> list[str]:
     return sorted(set(WORKLOADS) | set(BY_WORKLOAD) | {ep.name for ep in entry_points(group=ENTRY_POINTS)})
 
@@ -186,6 +203,8 @@ def run(args) -> int:
         raise UsageError(str(e)) from None
     check_workload(history, args.history)
     check_record(history, args.history)
+    if windows:
+        check_windows_span(windows, history, args.windows)
     try:
         if history.run is not None and windows is None:
             # a scenario's saved run: its recorded windows, options and expectation, as live

@@ -711,3 +711,20 @@ def test_a_ledger_id_the_durability_check_cannot_hold_names_the_file(tmp_path, c
     p.write_bytes(_run_jsonl("ledger", [(1, "insert", 2 ** 70, "ok", 0.1, 0.2, "n"),
                                         (2, "read", [2 ** 70], "ok", 0.3, 0.4, "n")]))
     assert "ledger insert values must be integer ids" in one_line_error(["check", str(p)], capsys, p, ": ")
+
+
+@pytest.mark.parametrize("window, outside", [
+    ({"start": 100, "end": 200}, "window 0 (100 to 200 s) lies outside the history (0.1 to 1.1 s)"),
+    ({"start": -50, "end": -10}, "window 0 (-50 to -10 s) lies outside"),
+    ({"start": 30, "end": None}, "window 0 (30 to never s) lies outside"),
+    ({"start": 0.5, "end": 0.7}, None), ({"start": -5, "end": None}, None),
+])
+def test_a_window_on_another_clock_is_refused(tmp_path, capsys, window, outside):
+    h = tmp_path / "ledger.jsonl"
+    h.write_bytes(BASES["ledger.jsonl"])
+    w = tmp_path / "w.json"
+    w.write_text(json.dumps([{"kind": "kill", "targets": ["ndbd-1"], **window}]))
+    if outside is None:
+        assert main(["check", "-q", str(h), "--windows", str(w)]) in (0, 1)
+    else:
+        assert outside in one_line_error(["check", str(h), "--windows", str(w)], capsys, w, ":")
