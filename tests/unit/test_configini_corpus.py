@@ -257,3 +257,27 @@ def test_any_bytes_give_a_reading_or_one_line(tmp_path, capsys, monkeypatch, whi
     code, out, err = _layout(p, capsys)
     assert "Traceback" not in out + err
     assert code == 0 or (code == 2 and len(err.strip().splitlines()) == 1), (code, err)
+
+
+# the deprecated [computer] indirection (ExecuteOnComputer), as ndb_config 9.7.2 answered it
+_C = "[computer]\nId=c1\nHostName=10.0.0.1\n[computer]\nId=c2\nHostName=10.0.0.2\n"
+COMPUTERS = [
+    (_C + "[ndb_mgmd]\nHostName=10.0.0.9\n[ndbd]\nExecuteOnComputer=c1\n[ndbd]\nExecuteOnComputer=c2\n[mysqld]\n",
+     {1: "10.0.0.9", 2: "10.0.0.1", 3: "10.0.0.2", 4: None}),
+    ("[computer]\nId=c1\nHostName=10.0.0.1\n[ndb_mgmd]\nHostName=10.0.0.9\n[ndbd]\nExecuteOnComputer=c9\n[ndbd]\n"
+     "HostName=10.0.0.2\n[mysqld]\n", 'line 8: Computer "c9" not declared- [DB] starting at line: 6'),
+    ("[ndb_mgmd]\nHostName=10.0.0.9\n[ndbd]\nExecuteOnComputer=c1\n[ndbd]\nHostName=10.0.0.2\n[mysqld]\n" + _C,
+     'line 5: Computer "c1" not declared- [DB] starting at line: 3'),
+    ("[computer]\nId=c1\n[ndb_mgmd]\nHostName=10.0.0.9\n[ndbd]\nExecuteOnComputer=c1\n[ndbd]\nHostName=10.0.0.2\n"
+     "[mysqld]\n", "line 3: Mandatory parameter HostName missing from section [COMPUTER] starting at line: 1"),
+]
+
+
+@pytest.mark.parametrize("text,want", COMPUTERS)
+def test_a_computer_section_gives_its_host_as_ndb_mgmd_does(text, want):
+    if isinstance(want, str):
+        with pytest.raises(ConfigIniError) as e:
+            load_config_ini(text)
+        assert str(e.value) == want
+        return
+    assert {n.node_id: n.hostname for n in load_config_ini(text).nodes} == want

@@ -188,7 +188,8 @@ def load_config_ini(data: bytes | str) -> NdbConfig:
     sections: list[_Section] = []
     defaults: dict[str, dict] = {}
     current: _Section | None = None
-    state = {"next": 1, "allocated": {}, "local": False, "other": None, "replicas": None, "system": False}
+    state = {"next": 1, "allocated": {}, "local": False, "other": None, "replicas": None, "system": False,
+             "computers": {}}
 
     def fail(msg: str, at: int | None = None):
         raise ConfigIniError(f"line {lineno if at is None else at}: {msg}".rstrip())
@@ -205,6 +206,12 @@ def load_config_ini(data: bytes | str) -> NdbConfig:
             if state["system"]:
                 fail("[SYSTEM] section given twice (ndb_mgmd 9.7.2 aborts on it)")
             state["system"] = True
+        elif sec.kind == "COMPUTER":
+            for k in ("id", "hostname"):
+                if k not in sec.params:
+                    fail(f"Mandatory parameter {_COMPUTER[k]['name']} missing from section [COMPUTER] starting at "
+                         f"line: {sec.line}")
+            state["computers"][sec.params["id"][2]] = sec.params["hostname"][2]
         elif sec.kind in _NODE_SECTIONS:
             _store_node(sec)
         elif sec.kind in ("TCP", "SHM"):
@@ -231,6 +238,12 @@ def load_config_ini(data: bytes | str) -> NdbConfig:
         state["next"] = nid + 1
         state["allocated"][nid] = sec.line
         host = _value(sec, "hostname")
+        computer = _value(sec, "executeoncomputer")
+        if host is None and computer is not None:  # the deprecated [computer] indirection
+            if computer not in state["computers"]:
+                fail(f'Computer "{computer}" not declared- [{sec.kind}] starting at line: {sec.line}')
+            host = state["computers"][computer]
+            sec.params["hostname"] = ("HostName", host, host)
         if host is None:
             host = info[sec.kind]["hostname"].get("default", "")
         if host:
