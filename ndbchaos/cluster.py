@@ -19,7 +19,7 @@ import time
 import uuid
 from pathlib import Path
 
-from . import disks, runtime
+from . import disks, holds, runtime
 from . import topology as TP
 from .clock import RunClock
 from .engines.base import ClusterStatus, Engine
@@ -202,27 +202,85 @@ Cluster = ComposeCluster
 
 
 def reap(project: str | None = None) -> list[str]:
-    """Remove containers and networks labelled by the framework (one project, or all)."""
-    removed = []
-    for c in runtime.project_containers(project):
-        try:
-            c.remove(force=True, v=True)
-            removed.append(f"container {c.name}")
-        except Exception as e:
-            if "No such container" not in str(e):
-                raise
-    for n in runtime.project_networks(project):
+    """Remove containers and networks labelled by the framework (one project, or all), and their
+    bounded disks; what was removed. NdbChaosError (one line) naming what could not be, after
+    everything else was."""
+    removed, problems = sweep(project)
+    if problems:
+        raise NdbChaosError("could not remove " + "; ".join(problems))
+    return removed
+
+
+#: how often a container Docker could not kill is tried again once what held it is released,
+#: and the pause between
+REMOVE_ATTEMPTS, REMOVE_PAUSE_S = 4, 2.0
+
+
+def sweep(project: str | None = None) -> tuple[list[str], list[str]]:
+    """``reap``'s work: (what was done, what could not be removed and why), one line each.
+
+    What holds a node is released first (``ndbchaos.holds``: faultfs layers cleared or stopped,
+    frozen containers thawed), so Docker can kill every process; then containers, networks, and
+    the bounded disks with their layers, loop devices and ballasts (``disks.release``)."""
+    done, problems = holds.release(project)
+    try:
+        containers = runtime.project_containers(project)
+    except Exception as e:
+        return done, [*problems, f"the containers (Docker did not list them: {runtime.one_line(e)})"]
+    for c in containers:
+        why = _remove(c)
+        if why is None:
+            done.append(f"container {c.name}")
+        else:
+            problems.append(f"container {c.name} ({why})")
+    try:
+        networks = runtime.project_networks(project)
+    except Exception as e:
+        networks = []
+        problems.append(f"the networks (Docker did not list them: {runtime.one_line(e)})")
+    for n in networks:
         try:
             n.remove()
-            removed.append(f"network {n.name}")
+            done.append(f"network {n.name}")
         except Exception as e:
             if "not found" not in str(e).lower():
-                raise
+                problems.append(f"network {n.name} ({runtime.one_line(e)})")
     # bounded disks (ndbchaos.disks): the project's, or those of every project with no container left
-    alive = {c.labels.get(TP.PROJECT) for c in runtime.project_containers(None)} if project is None else set()
-    for p in [project] if project is not None else [p for p in disks.projects() if p not in alive]:
-        removed += disks.release(p)
-    return removed
+    if project is None:
+        try:
+            alive = {c.labels.get(TP.PROJECT) for c in runtime.project_containers(None)}
+            names = [p for p in disks.projects() if p not in alive]
+        except Exception as e:
+            names = []
+            problems.append(f"the disks (Docker did not list the containers left: {runtime.one_line(e)})")
+    else:
+        names = [project]
+    for p in names:
+        try:
+            done += disks.release(p)
+        except (NdbChaosError, OSError) as e:
+            problems.append(f"the disks of {p} ({e})")
+    return done, problems
+
+
+def _remove(c) -> str | None:
+    """Remove a container (force, with its anonymous volumes); None, or why it could not be."""
+    why = ""
+    for attempt in range(REMOVE_ATTEMPTS):
+        try:
+            c.remove(force=True, v=True)
+            return None
+        except Exception as e:
+            if "No such container" in str(e):
+                return None
+            why = runtime.one_line(e)
+        pid = int(((c.attrs.get("State") or {}).get("Pid")) or 0)
+        held = holds.stuck(pid)
+        if held:
+            why = held
+        if attempt < REMOVE_ATTEMPTS - 1:
+            time.sleep(REMOVE_PAUSE_S)
+    return why
 
 
 def free_port(exclude=(), low: int = 20000, high: int = 32000) -> int:

@@ -170,13 +170,16 @@ def usage(path: Path) -> tuple[int, int]:
 
 
 def release(project: str) -> list[str]:
-    """Unmount and delete every disk of ``project``; what was released."""
+    """Unmount and delete every disk of ``project`` (its faultfs layers stopped first, its loop
+    devices detached, ballasts and all); what was released. NdbChaosError (one line) naming what
+    is still there, after everything else was done."""
     root = project_dir(project)
-    if not root.exists():
+    if not root.exists() and not _mounts_under(root) and not faultfs.layer_processes(root):
         return []
     out = []
+    problems = []
     # the layers first (each over a disk below it), then the disks
-    dirs = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: (p.name.endswith(".disk"), p.name))
+    dirs = sorted(subdirs(root), key=lambda p: (p.name.endswith(".disk"), p.name))
     for mnt in dirs:
         if not mnt.name.endswith(".disk") and (root / f"{mnt.name}.disk").is_dir():
             faultfs.unmount(root, mnt.name, mnt)
@@ -185,24 +188,71 @@ def release(project: str) -> list[str]:
             try:
                 _run(["umount", str(mnt)])
             except NdbChaosError:
-                _run(["umount", "-l", str(mnt)])  # busy (a container still holds it): detached now, freed later
+                try:
+                    _run(["umount", "-l", str(mnt)])  # busy (a container still holds it): detached now, freed later
+                except NdbChaosError as e:
+                    problems.append(str(e))
         out.append(f"disk {project}/{mnt.name.removesuffix('.disk')}")
+    # whatever a run killed midway left without its files: layer processes, mounts
+    faultfs.stop_layers(root)
+    for m in reversed(_mounts_under(root)):
+        subprocess.run(["umount", "-l", m], capture_output=True, timeout=30)
     _detach_loops(root)
-    shutil.rmtree(root, ignore_errors=True)
+    left = _mounts_under(root)
+    if left:  # never delete through a mount: a stalled one would hang, a live one lose its data
+        problems.append(f"still mounted: {', '.join(left)}")
+    else:
+        shutil.rmtree(root, ignore_errors=True)
+    problems += [f"loop device {d} still attached to {f}" for d, f in _loops(root)]
+    problems += [f"faultfs process {p} still running" for p in faultfs.layer_processes(root)]
+    if problems:
+        raise NdbChaosError(f"disks of {project}: " + "; ".join(problems))
     return out
+
+
+def subdirs(root: Path) -> list[Path]:
+    """The directories in ``root``, told from the directory listing alone: a stalled layer's mount
+    point is never stat'ed (a stat would wait on it)."""
+    try:
+        with os.scandir(root) as it:
+            return sorted(Path(e.path) for e in it if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def _mounts_under(root: Path) -> list[str]:
+    """Mount points at or below ``root``, from the mount table (never stat'ed), outermost first."""
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return []
+    pre = str(root).rstrip("/") + "/"
+    pts = {m[0] for m in map(faultfs.parse_mountinfo, lines) if m and (m[0] == str(root) or m[0].startswith(pre))}
+    return sorted(pts, key=lambda p: (p.count("/"), p))
+
+
+def _loops(root: Path) -> list[tuple[str, str]]:
+    """(loop device, backing file) of each loop device attached to an image under ``root``."""
+    try:
+        out = _run(["losetup", "-n", "-O", "NAME,BACK-FILE", "-l"])
+    except NdbChaosError:
+        return []
+    found = []
+    for line in out.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and parts[1].strip().removesuffix(" (deleted)").startswith(str(root) + "/"):
+            found.append((parts[0], parts[1].strip()))
+    return found
 
 
 def _detach_loops(root: Path) -> None:
     """Loop devices still attached to an image of ``root`` (a lazy unmount leaves them to the
     kernel, which detaches them when the last user goes; autoclear does it): detach them."""
-    try:
-        out = _run(["losetup", "-n", "-O", "NAME,BACK-FILE", "-l"])
-    except NdbChaosError:
-        return
-    for line in out.splitlines():
-        parts = line.split(None, 1)
-        if len(parts) == 2 and parts[1].strip().startswith(str(root) + "/"):
-            subprocess.run(["losetup", "-d", parts[0]], capture_output=True, timeout=30)
+    for dev, _ in _loops(root):
+        try:
+            subprocess.run(["losetup", "-d", dev], capture_output=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def projects() -> list[str]:
@@ -212,4 +262,4 @@ def projects() -> list[str]:
 
 
 __all__ = ["DATA_PATH", "disk_of", "disks_dir", "layer_of", "layered", "layers", "make", "mount_of", "mounted",
-           "parse_size_mb", "projects", "release", "unavailable", "usage"]
+           "parse_size_mb", "projects", "release", "subdirs", "unavailable", "usage"]

@@ -20,6 +20,9 @@ from .errors import BlastRadiusError, DockerUnavailable, NdbChaosError
 from .resources import tools_dir
 
 TOOLS_DIR = tools_dir()
+#: the bound of every Docker API call (the docker SDK client's timeout); Docker itself gives up
+#: on a container that will not die after about 15 s
+DOCKER_TIMEOUT_S = float(os.environ.get("NDBCHAOS_DOCKER_TIMEOUT_S") or 60)
 
 
 @functools.lru_cache(maxsize=1)
@@ -31,11 +34,11 @@ def docker_client():
     try:
         # version="auto" negotiates with older engines (Debian's docker.io speaks API 1.41).
         client = docker.DockerClient(base_url=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
-                                     version="auto", timeout=60)
+                                     version="auto", timeout=DOCKER_TIMEOUT_S)
         client.ping()
     except Exception as e:
         raise DockerUnavailable(
-            "no Docker engine answers (" + _one_line(e) + "); run `bin/chaos setup` or start dockerd"
+            "no Docker engine answers (" + one_line(e) + "); run `bin/chaos setup` or start dockerd"
         ) from None
     return client
 
@@ -48,7 +51,8 @@ def docker_available() -> tuple[bool, str]:
         return False, str(e)
 
 
-def _one_line(e: BaseException) -> str:
+def one_line(e: BaseException) -> str:
+    """An error as one line (its last, at most 300 characters)."""
     s = str(e).strip().splitlines()
     return s[-1][:300] if s else type(e).__name__
 
@@ -61,14 +65,21 @@ def compose_cmd() -> list[str]:
     if cached.exists():
         return [str(cached)]
     if shutil.which("docker"):
-        r = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True)
+        r = _version(["docker", "compose", "version"])
         if r.returncode == 0:
             return ["docker", "compose"]
     if shutil.which("docker-compose"):
-        r = subprocess.run(["docker-compose", "version"], capture_output=True, text=True)
+        r = _version(["docker-compose", "version"])
         if r.returncode == 0 and "v2" in r.stdout:
             return ["docker-compose"]
     raise NdbChaosError("Docker Compose v2 is not available; run `bin/chaos setup` to build it")
+
+
+def _version(cmd: list[str]) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, 124, "", "timed out")
 
 
 def compose(project: str, files: list[Path], env: dict[str, str], *args: str,

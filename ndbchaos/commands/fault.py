@@ -19,7 +19,8 @@ import json
 import os
 import sys
 
-from ..errors import UsageError
+from .. import holds
+from ..errors import NdbChaosError, UsageError
 from ..faults import disk as DK
 from ..faults import netem as NE
 from ..faults import network as N
@@ -185,6 +186,36 @@ def _build(args, cluster):
     raise AssertionError(k)  # pragma: no cover
 
 
+def _heal(project: str) -> int:
+    """Heal in two steps: what holds a node is released from the host first (``holds``: no engine,
+    no helper), then the cluster is attached to and every other trace removed. What could not be
+    done is said in one line, exit 1."""
+    done, problems = holds.release(project, remount=True)
+    for line in done:
+        print(line)
+    try:
+        cluster = state.attach(project)
+    except UsageError:
+        raise
+    except NdbChaosError as e:
+        if not done:
+            raise
+        problems.append(f"the rest ({e})")
+        cluster = None
+    lines = state.heal(cluster) if cluster is not None else []
+    for line in lines:
+        if line.startswith("failed: ") or " failed" in line:
+            problems.append(line.removeprefix("failed: "))
+        else:
+            print(line)
+    if problems:
+        print(f"ndbchaos fault heal: could not heal {'; '.join(problems)}", file=sys.stderr)
+        return 1
+    if not done and not lines:
+        print(f"nothing to heal in {project}")
+    return 0
+
+
 def run(args) -> int:
 
     if not args.kind:
@@ -192,14 +223,9 @@ def run(args) -> int:
         return 2
     if not args.project:
         raise UsageError("--project ID is required (see `ndbchaos status` for the projects on this host)")
-    cluster = state.attach(args.project)
     if args.kind == "heal":
-        done = state.heal(cluster)
-        for line in done:
-            print(line)
-        if not done:
-            print(f"nothing to heal in {args.project}")
-        return 0
+        return _heal(args.project)
+    cluster = state.attach(args.project)
     try:
         fault = _build(args, cluster)
     except FaultUnsupported as e:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
+from .. import runtime
+from ..errors import NdbChaosError, UsageError
 from ..faults import state
 from ..runtime import docker_client
 from . import HELP
@@ -39,8 +42,13 @@ def run(args) -> int:
             for name, p in sorted(ps.items()):
                 print(f"{name:<26} {p['engine']:<8} {p['containers']:>10} {p['running']:>8} {p['helpers']:>8}")
         return 0
-    cluster = state.attach(args.project)
-    st = cluster.status()
+    try:
+        cluster = state.attach(args.project)
+        st = cluster.status()
+    except UsageError:
+        raise
+    except NdbChaosError as e:
+        return _traces_only(args, str(e))
     faults = state.inspect(cluster, netns_rules=not args.no_netns)
     if args.json:
         print(json.dumps({"project": args.project, "engine": cluster.engine.name, "status": st.to_dict(),
@@ -61,3 +69,24 @@ def run(args) -> int:
     else:
         print("active faults: none")
     return 0
+
+
+def _traces_only(args, why: str) -> int:
+    """A project whose cluster cannot be attached to or asked (a run killed midway, part of it
+    gone or stuck): what its containers and disks show by themselves; exit 1 with the reason."""
+    faults, _ = state.traces(args.project)
+    containers = runtime.project_containers(args.project)
+    if not containers and not faults:
+        raise NdbChaosError(why)
+    if args.json:
+        print(json.dumps({"project": args.project, "status": None, "error": why,
+                          "containers": {c.name: c.status for c in containers}, "faults": faults}, indent=2))
+    else:
+        print(f"project {args.project}: its cluster state cannot be read; what its containers and disks show")
+        for c in containers:
+            print(f"  {c.name:<40} {c.status}")
+        print("active faults:" + ("" if faults else " none found"))
+        for f in faults:
+            print(f"  {f['kind']:<11} {f['node']:<10} {f['detail']}")
+    print(f"ndbchaos status: {why}", file=sys.stderr)
+    return 1

@@ -13,12 +13,18 @@ kill/stop          the container's state ``exited`` / ``dead`` / ``created``
 disconnect         a running node with no endpoint on a project network
 toxics / down      the toxiproxy API: toxics named ``ndbchaos-*``, proxies ``enabled: false``
 helpers            containers with ``ndbchaos.role=helper`` (a run that died mid-fault)
+storage            the faultfs layers' own status (their control sockets) and ballast files
+stuck              a running node with a thread in uninterruptible sleep (``holds.stuck``)
 =================  =========================================================================
+
+``heal`` releases what holds a node first (``ndbchaos.holds``: faultfs layers, frozen
+containers), and looks into no namespace whose process is stuck; ``traces`` is what can be read
+of a project without attaching to it (no engine, no helper).
 """
 
 from __future__ import annotations
 
-from .. import runtime
+from .. import holds, runtime
 from .. import topology as TP
 from ..cluster import ComposeCluster
 from ..engines import get_engine
@@ -70,12 +76,15 @@ def _nodes(cluster):
     return [n for n in cluster.topology.nodes if n.role not in (TP.HELPER, TP.PROXY)]
 
 
-def inspect(cluster, netns_rules: bool = True) -> list[dict]:
-    """The active faults of a project: [{kind, node, detail}]."""
+def traces(project: str) -> tuple[list[dict], list[str]]:
+    """What the containers of ``project`` show by themselves (helpers, paused, down, unplugged)
+    and its storage faults, read from Docker and the host alone (no engine, no helper, no
+    topology: what ``status`` shows of a project it cannot attach to): ([{kind, node, detail}],
+    the node names whose container runs or is paused)."""
     found: list[dict] = []
     running = []
-    project_nets = {n.id for n in runtime.project_networks(cluster.project)}
-    for c in runtime.project_containers(cluster.project):
+    project_nets = {n.id for n in runtime.project_networks(project)}
+    for c in runtime.project_containers(project):
         lab = c.labels or {}
         role = lab.get(TP.ROLE)
         name = lab.get(TP.NODE) or c.name
@@ -93,18 +102,42 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
             if project_nets and not any(ep.get("NetworkID") in project_nets for ep in nets.values()):
                 found.append({"kind": "disconnect", "node": name, "detail": "no endpoint on the project network"})
             if role != TP.PROXY:
-                running.append(cluster.topology.node(name) if name in cluster.topology._by_name else None)
+                running.append(name)
+            why = holds.stuck(int(((c.attrs.get("State") or {}).get("Pid")) or 0))
+            if why and c.status == "running":
+                found.append({"kind": "stuck", "node": name, "detail": why})
+    found += storage.active(project)
+    return found, running
+
+
+def inspect(cluster, netns_rules: bool = True) -> list[dict]:
+    """The active faults of a project: [{kind, node, detail}]. A node whose namespace cannot be
+    looked into (its process stuck, a helper that does not start) is one entry saying why."""
+    found, running = traces(cluster.project)
+    storage_found = [f for f in found if f["kind"] in ("storage", "disk_full")]
+    found = [f for f in found if f not in storage_found]
     if netns_rules:
-        nodes = [n for n in running if n is not None]
+        stuck = {f["node"] for f in found if f["kind"] == "stuck"}
+        nodes = [cluster.topology.node(n) for n in running
+                 if n in cluster.topology._by_name and n not in stuck
+                 and not any(f["kind"] == "pause" and f["node"] == n for f in found)]
 
         def look(n):
-            h = netns.start_helper(cluster, n, purpose="inspect")
             try:
-                return n.name, h.exec(netns.LIST_RULES_SCRIPT, timeout=20)[1]
+                h = netns.start_helper(cluster, n, purpose="inspect")
+            except Exception as e:
+                return n.name, None, runtime.one_line(e)
+            try:
+                return n.name, h.exec(netns.LIST_RULES_SCRIPT, timeout=20)[1], None
+            except Exception as e:
+                return n.name, None, runtime.one_line(e)
             finally:
-                h.remove()
+                _quietly(h.remove)
 
-        for name, out in netns.parallel(look, nodes):
+        for name, out, err in netns.parallel(look, nodes):
+            if err is not None:
+                found.append({"kind": "unknown", "node": name, "detail": f"its namespace was not looked into: {err}"})
+                continue
             ipt, _, tc = out.partition("--- qdisc")
             for ch in netns.parse_our_rules(ipt):
                 drops = ", ".join(f"{ip}{'' if m == 'packets' else ' (connections)'}" for ip, m in ch["drops"])
@@ -114,8 +147,15 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
                 if f" {netem.HANDLE}:" in line or f" {netem.PUMBA_HANDLE}:" in line:
                     found.append({"kind": "netem", "node": name, "detail": line.strip()})
     found += _toxiproxy_state(cluster)
-    found += storage.active(cluster.project)
+    found += storage_found
     return found
+
+
+def _quietly(fn) -> None:
+    try:
+        fn()
+    except Exception:  # a helper left behind is listed by status and removed by heal or reap
+        pass
 
 
 def _toxiproxy_state(cluster) -> list[dict]:
@@ -138,13 +178,19 @@ def _toxiproxy_state(cluster) -> list[dict]:
 
 
 def heal(cluster) -> list[str]:
-    """Remove every trace of a fault in the project; return what was done, one line each."""
-    done: list[str] = []
+    """Remove every trace of a fault in the project; return what was done, one line each (a
+    step that failed says so in its line: NdbChaosError only for the engine's node recovery)."""
+    # 0. what holds a node first (faultfs layers, frozen containers): nothing below may wait on it
+    done, problems = holds.release(cluster.project, remount=True)
+    done += [f"failed: {p}" for p in problems]
     # 1. helpers of dead runs (they hold nothing: rules live in the targets' namespaces)
     for c in runtime.project_containers(cluster.project):
         if (c.labels or {}).get(TP.ROLE) == TP.HELPER:
-            c.remove(force=True)
-            done.append(f"removed helper {c.name}")
+            try:
+                c.remove(force=True)
+                done.append(f"removed helper {c.name}")
+            except Exception as e:
+                done.append(f"removing helper {c.name} failed: {runtime.one_line(e)}")
     # 2. unplugged nodes back on their project network (before anything needs the network)
     nets = runtime.project_networks(cluster.project)
     for f in [f for f in inspect(cluster, netns_rules=False) if f["kind"] == "disconnect"]:
@@ -159,13 +205,28 @@ def heal(cluster) -> list[str]:
     for n in _nodes(cluster):
         c = cluster.container(n)
         if runtime.container_state(c) == "paused":
-            c.unpause()
-            done.append(f"unpaused {n.name}")
-    # 4. our chains and qdiscs, in every running node's namespace
-    running = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) == "running"]
+            try:
+                done.append(holds.thaw(c))
+            except NdbChaosError as e:
+                done.append(f"failed: {e}")
+    # 4. our chains and qdiscs, in every running node's namespace (not a stuck one's: a helper
+    #    cannot start there, and its namespace goes with it)
+    running = []
+    for n in _nodes(cluster):
+        c = cluster.container(n)
+        if runtime.container_state(c) != "running":
+            continue
+        why = holds.stuck(int(((c.attrs.get("State") or {}).get("Pid")) or 0))
+        if why:
+            done.append(f"did not look for chains in {n.name}: {why}")
+        else:
+            running.append(n)
 
     def clean(n):
-        h = netns.start_helper(cluster, n, purpose="heal")
+        try:
+            h = netns.start_helper(cluster, n, purpose="heal")
+        except Exception as e:
+            return [f"removing chains in {n.name} failed: no helper in its namespace ({runtime.one_line(e)})"]
         try:
             code, out = h.exec(netns.remove_chains_script(None), timeout=30)
             lines = [f"removed chain {ln.split()[1]} in {n.name}" for ln in out.splitlines()
@@ -176,8 +237,10 @@ def heal(cluster) -> list[str]:
             lines += [f"removed qdisc {' '.join(ln.split()[1:])} in {n.name}" for ln in out.splitlines()
                       if ln.startswith("removed ")]
             return lines
+        except Exception as e:
+            return [f"removing chains in {n.name} failed: {runtime.one_line(e)}"]
         finally:
-            h.remove()
+            _quietly(h.remove)
 
     for lines in netns.parallel(clean, running):
         done += lines
@@ -192,8 +255,11 @@ def heal(cluster) -> list[str]:
         pass
     except TX.ToxiproxyError as e:
         done.append(f"toxiproxy reset failed: {e}")
-    # 6. storage faults: the faultfs layers cleared, ballasts deleted
-    done += storage.clear(cluster.project)
+    # 6. storage faults: the faultfs layers cleared (done in 0 unless set again since), ballasts deleted
+    try:
+        done += storage.clear(cluster.project)
+    except NdbChaosError as e:
+        done.append(f"failed: clearing the storage faults: {e}")
     # 7. nodes that are down come back by the engine's node recovery
     down = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) in DOWN_STATES]
     if down:

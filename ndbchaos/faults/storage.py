@@ -8,8 +8,9 @@ Each fault is verified where the node meets it: the layer counts the node's call
 failed or dropped, and ``inject`` waits until the counters show the node met the fault (a slowed
 fsync really waited, a failing write really failed, unsynced bytes really were lost). Healing
 clears the layer's faults (a call waiting in a delay ends at once) and is verified by its status.
-A controller killed in between leaves the faults in the layer, which ``ndbchaos reap`` unmounts
-and stops with the project's disks.
+A controller killed in between leaves the faults in the layer: ``ndbchaos reap``, ``fault heal``
+and ``status`` clear them first (``ndbchaos.holds``: a node's call waiting in a stall holds its
+container beyond Docker's reach), and reap then unmounts and stops the layer with the disks.
 """
 
 from __future__ import annotations
@@ -251,15 +252,13 @@ def active(project: str) -> list[dict]:
     out = []
     for svc, sock in disks.layers(project).items():
         try:
-            st = faultfs.status(sock)
+            st = faultfs.call(sock, {"cmd": "status"}, faultfs.RELEASE_TIMEOUT_S)
         except NdbChaosError as e:
             out.append({"kind": "storage", "node": svc, "detail": f"faultfs layer not answering: {e}"})
             continue
-        what = [f"{c} {ms:g} ms late" for c, ms in st["delay_ms"].items()]
-        what += [f"{c} fails with {f['errno']} (p {f['p']:g})" for c, f in st["fail"].items()]
-        what += ["unsynced writes kept"] * bool(st["lazy"]) + ["power cut"] * bool(st["cut"])
+        what = faultfs.describe(st)
         if what:
-            out.append({"kind": "storage", "node": svc, "detail": "faultfs: " + ", ".join(what)})
+            out.append({"kind": "storage", "node": svc, "detail": "faultfs: " + what})
     for svc, ballast in _ballasts(project):
         mb = ballast.stat().st_size // 2**20
         out.append({"kind": "disk_full", "node": svc, "detail": f"ballast {mb} MB on its disk"})
@@ -273,7 +272,7 @@ def _ballasts(project: str) -> list[tuple[str, Path]]:
     if not root.is_dir():
         return []
     out = []
-    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+    for d in disks.subdirs(root):
         if not d.name.endswith(".disk") and (root / f"{d.name}.disk").is_dir():
             continue  # a layer: its ballast is the disk's below it
         if (d / BALLAST).exists():
