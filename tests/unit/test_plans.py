@@ -54,6 +54,7 @@ def test_one_data_node_lost_the_cluster_survives_and_every_sql_node_serves():
     rec = p.to_record()
     assert rec["serving"] == ["sql1", "sql2"] and rec["stopped_sql"] == [] and rec["engine_reacts"] is True
     assert rec["cluster_survives"] is True and "latency" not in rec and "failover" not in rec
+    assert rec["sql_nodes"] == ["sql1", "sql2"] and rec["affected"] == []
 
 
 def test_a_node_group_lost_stops_the_cluster_and_every_sql_node():
@@ -125,7 +126,8 @@ def test_failover_bound_is_what_the_client_needs_to_move():
     o = ClientOptions()
     f = plans.failover(p, True)
     assert f["nodes"] == ["sql2"] and f["clients_fail_over"] is True
-    assert f["bound_s"] == pytest.approx(o.backoff_max + o.connect_timeout + 2.0) and "backoff_max" in f["bound_from"]
+    assert f["bound_s"] == pytest.approx(o.backoff_max + o.connect_timeout + 2.0)
+    assert f["bound_from"] == "from the client's first error: ClientOptions backoff_max + connect_timeout + 2 s"
     g = plans.failover(p, False)
     assert g["bound_s"] is None and g["bound_from"] is None and g["clients_fail_over"] is False
     p.failover = f
@@ -174,6 +176,18 @@ def test_a_split_no_side_survives_stops_every_sql_node():
     assert p.exp.detection_bound_s == base.detection_bound_s  # no side serves: no detection bound of its own
 
 
+def test_a_side_of_data_nodes_alone_survives_and_untouched_sql_nodes_follow_the_cluster():
+    """The winning side holds data nodes only; SQL nodes in no component serve when the cluster
+    does and stop when it does."""
+    c = ndb_cluster(arbitrator=1)
+    win = plans.partition(c, "partition", fault(c, [], components=[["data1", "data2", "data3"], ["data4"]]))
+    assert win.exp.cluster_survives is True and win.exp.family == "partition"
+    assert win.lost == ["data4"] and win.stopped_sql == [] and win.serving == ["sql1", "sql2"]
+    down = plans.partition(c, "partition", fault(c, [], components=[["data1", "data3"], ["data2", "data4"],
+                                                                    ["mgm1"]]))
+    assert down.exp.cluster_survives is False and down.stopped_sql == ["sql1", "sql2"] and down.serving == []
+
+
 def test_a_side_of_sql_nodes_only_keeps_the_data_nodes_running():
     """Only data nodes vote: a component of SQL nodes alone does not make the cluster survive,
     and one with data nodes that win does."""
@@ -189,9 +203,13 @@ def test_a_race_for_the_arbitrator_is_refused_not_judged():
     c = ndb_cluster(arbitrator=1)
     comps = [["data1", "data3", "sql1"], ["data2", "data4", "sql2"]]  # mgm1 untouched: reaches both
     assert len(c.engine.partition_outcome(c, comps)["race"]) == 2
-    with pytest.raises(UsageError, match="race the engine's rules do not decide") as ei:
+    with pytest.raises(UsageError) as ei:
         plans.partition(c, "partition", fault(c, [], components=comps))
-    assert "node 1" in str(ei.value) and "\n" not in str(ei.value)
+    assert str(ei.value) == (
+        "partition data1,data3,sql1 | data2,data4,sql2: the sides {data1,data3,sql1} and {data2,data4,sql2} each "
+        "need the arbitrator (node 1), which reaches them all and says yes to whichever asks first: which side "
+        "keeps running is a race the engine's rules do not decide; put the arbitrator with one side or cut it off "
+        "from every side")
 
 
 def test_the_only_side_that_asks_the_untouched_arbitrator_wins():
@@ -226,7 +244,12 @@ def test_a_client_path_fault_disturbs_its_target_only():
     assert p.affected == ["sql1"] and p.serving == ["sql2"] and p.latency is None
     assert p.exp.cluster_survives is True and p.exp.survivors_serve is True
     assert p.exp.detection_bound_s == pytest.approx(bound) and p.exp.recovery_bound_s == pytest.approx(bound)
-    assert "timeout on sql1" in p.exp.rule and p.exp.family == "client_path"
+    assert p.exp.family == "client_path" and p.exp.recovery == "heal the client path"
+    assert p.exp.rule == ("client path only (timeout on sql1): the engine is not involved; the other SQL endpoints "
+                          "are unaffected")
+    assert p.exp.details == {"bound_from": "ClientOptions read_timeout + connect_timeout + backoff_max + 2 s"}
+    two = plans.client_path(c, fault(c, ["sql1", "sql2"], kind="timeout"))
+    assert "(timeout on sql1, sql2)" in two.exp.rule
 
 
 def test_a_latency_fault_sets_its_floor_and_the_others_ceiling():
