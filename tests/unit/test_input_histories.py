@@ -480,7 +480,8 @@ def mutated(draw):
         items[k] = op
         if array:
             return name, json.dumps(items).encode(), bad, kind
-        lines = [json.dumps(x) for x in items]
+        compact = draw(st.booleans())  # as History.dump writes (the column-wise reader's lines) or spaced
+        lines = [json.dumps(x, separators=(",", ":") if compact else None) for x in items]
         if kind == "duplicate":
             lines[k] = '{"process": "dup", "type": [], ' + lines[k][1:]
         return name, ("\n".join(lines) + "\n").encode(), bad, kind
@@ -682,7 +683,9 @@ def test_any_json_value_in_any_field_gets_a_verdict_or_one_line(tmp_path_factory
     field = data.draw(st.sampled_from(sorted(items[k]) + ["extra"]))
     items[k] = {**items[k], field: data.draw(JSON_VALUES)}
     p = tmp_path_factory.mktemp("anyjson") / name
-    p.write_text(json.dumps(items) if name.endswith(".json") else "\n".join(map(json.dumps, items)) + "\n")
+    seps = (",", ":") if data.draw(st.booleans()) else None  # as History.dump writes, or spaced
+    p.write_text(json.dumps(items) if name.endswith(".json")
+                 else "\n".join(json.dumps(x, separators=seps) for x in items) + "\n")
     for cmd in COMMANDS[name]:
         code, out, err = _cli([*cmd, str(p)])
         _judge(code, out, err, p, cmd, False, (cmd, field, items[k]))
