@@ -268,3 +268,178 @@ def test_partition_outcome_says_who_arbitrates_next():
     alone = R.partition_outcome(topo, cfg, [["data1", "data2", "data3"], ["data4", "mgm1", "mgm2"]], arbitrator=1)
     assert "(none: it runs without one)" in alone["rule"]
     assert "[UNVERIFIED timing" in out["rule"]
+
+
+# -- what a report says, word for word ----------------------------------------------------------------
+
+#: partition_outcome on five splits of the default layout: each side's decision and the rule text the
+#: report shows (read against docs/facts.md NDB 5.1 when written). A changed rule, or its words, shows here.
+GOLDEN = [
+    ('halves_arbitrator_with_a', [['data1', 'data3', 'mgm1', 'sql1'], ['data2', 'data4', 'sql2']], 1, [
+        {'component': ['data1', 'data3', 'mgm1', 'sql1'],
+         'data_nodes': [11, 13],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'serving',
+         'arbitration': 'Arbitration won - positive reply from node 1'},
+        {'component': ['data2', 'data4', 'sql2'],
+         'data_nodes': [12, 14],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'stopped',
+         'exit_code': 2305,
+         'arbitration': ("arbitrator node 1 unreachable: 'Network partitioning - no arbitrator available' or "
+             "'Arbitration lost - negative reply'")},
+     ],
+     ('docs/facts.md NDB 5.1 (arbitration check per component of data nodes, in the order of '
+      'QmgrMain.cpp handleArbitCheck; alive before: 4; node groups 0:[11, 12]; 1:[13, 14]; arbitrator '
+      'mgm1 (node 1), given): {data1,data3,mgm1,sql1}: data nodes 11,13 = 2 of 4 (2*2 = 4), node '
+      "groups present [0, 1], complete none -> 'Network partitioning - arbitration required'; "
+      "arbitrator mgm1 (node 1, rank 1) is here -> 'Arbitration won - positive reply from node 1'; "
+      '{data2,data4,sql2}: data nodes 12,14 = 2 of 4 (2*2 = 4), node groups present [0, 1], complete '
+      "none -> 'Network partitioning - arbitration required'; arbitrator mgm1 (node 1) is not here -> "
+      'shutdown (2305). management and SQL nodes do not vote; an SQL node serves only in a component '
+      'whose data nodes keep running; assumes the data nodes see the split before they notice the loss'
+      ' of arbitrator node 1 [UNVERIFIED timing: management/API links and data node links have their '
+      'own heartbeats]; if the president loses the arbitrator first it selects the next candidate it '
+      'reaches and the side that holds that one wins instead; the data nodes of stopped components '
+      '(data2, data4) shut down once they have found every unreachable data node around the heartbeat '
+      'ring: within 20 s of the cut')),
+    ('halves_no_arbitrator', [['data1', 'data3'], ['data2', 'data4']], None, [
+        {'component': ['data1', 'data3'],
+         'data_nodes': [11, 13],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'stopped',
+         'arbitration': 'Network partitioning - no arbitrator available',
+         'exit_code': 2305},
+        {'component': ['data2', 'data4'],
+         'data_nodes': [12, 14],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'stopped',
+         'arbitration': 'Network partitioning - no arbitrator available',
+         'exit_code': 2305},
+     ],
+     ('docs/facts.md NDB 5.1 (arbitration check per component of data nodes, in the order of '
+      'QmgrMain.cpp handleArbitCheck; alive before: 4; node groups 0:[11, 12]; 1:[13, 14]; arbitrator '
+      'none, given): {data1,data3}: data nodes 11,13 = 2 of 4 (2*2 = 4), node groups present [0, 1], '
+      "complete none -> 'Network partitioning - arbitration required'; no arbitrator -> 'Network "
+      "partitioning - no arbitrator available' -> shutdown (2305); {data2,data4}: data nodes 12,14 = 2"
+      " of 4 (2*2 = 4), node groups present [0, 1], complete none -> 'Network partitioning - "
+      "arbitration required'; no arbitrator -> 'Network partitioning - no arbitrator available' -> "
+      'shutdown (2305). management and SQL nodes do not vote; an SQL node serves only in a component '
+      'whose data nodes keep running; the data nodes of stopped components (data1, data2, data3, '
+      'data4) shut down once they have found every unreachable data node around the heartbeat ring: '
+      'within 20 s of the cut')),
+    ('halves_race', [['data1', 'data3'], ['data2', 'data4']], 1, [
+        {'component': ['data1', 'data3'],
+         'data_nodes': [11, 13],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'race',
+         'arbitration': ('arbitrator node 1 reaches every side: yes to the first requester only')},
+        {'component': ['data2', 'data4'],
+         'data_nodes': [12, 14],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'race',
+         'arbitration': ('arbitrator node 1 reaches every side: yes to the first requester only')},
+     ],
+     ('docs/facts.md NDB 5.1 (arbitration check per component of data nodes, in the order of '
+      'QmgrMain.cpp handleArbitCheck; alive before: 4; node groups 0:[11, 12]; 1:[13, 14]; arbitrator '
+      'mgm1 (node 1), given): {data1,data3}: data nodes 11,13 = 2 of 4 (2*2 = 4), node groups present '
+      "[0, 1], complete none -> 'Network partitioning - arbitration required'; arbitrator mgm1 (node "
+      '1) is in no component and reaches every side -> yes only if this side asks first; '
+      '{data2,data4}: data nodes 12,14 = 2 of 4 (2*2 = 4), node groups present [0, 1], complete none '
+      "-> 'Network partitioning - arbitration required'; arbitrator mgm1 (node 1) is in no component "
+      'and reaches every side -> yes only if this side asks first. management and SQL nodes do not '
+      'vote; an SQL node serves only in a component whose data nodes keep running; assumes the data '
+      'nodes see the split before they notice the loss of arbitrator node 1 [UNVERIFIED timing: '
+      'management/API links and data node links have their own heartbeats]; if the president loses the'
+      ' arbitrator first it selects the next candidate it reaches and the side that holds that one '
+      'wins instead')),
+    ('halves_arbitrator_isolated', [['data1', 'data3'], ['data2', 'data4'], ['mgm1']], 1, [
+        {'component': ['data1', 'data3'],
+         'data_nodes': [11, 13],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'stopped',
+         'exit_code': 2305,
+         'arbitration': ("arbitrator node 1 unreachable: 'Network partitioning - no arbitrator available' or "
+             "'Arbitration lost - negative reply'")},
+        {'component': ['data2', 'data4'],
+         'data_nodes': [12, 14],
+         'check': 'Network partitioning - arbitration required',
+         'outcome': 'stopped',
+         'exit_code': 2305,
+         'arbitration': ("arbitrator node 1 unreachable: 'Network partitioning - no arbitrator available' or "
+             "'Arbitration lost - negative reply'")},
+        {'component': ['mgm1'],
+         'outcome': 'stopped',
+         'check': 'no data nodes'},
+     ],
+     ('docs/facts.md NDB 5.1 (arbitration check per component of data nodes, in the order of '
+      'QmgrMain.cpp handleArbitCheck; alive before: 4; node groups 0:[11, 12]; 1:[13, 14]; arbitrator '
+      'mgm1 (node 1), given): {data1,data3}: data nodes 11,13 = 2 of 4 (2*2 = 4), node groups present '
+      "[0, 1], complete none -> 'Network partitioning - arbitration required'; arbitrator mgm1 (node "
+      '1) is not here -> shutdown (2305); {data2,data4}: data nodes 12,14 = 2 of 4 (2*2 = 4), node '
+      "groups present [0, 1], complete none -> 'Network partitioning - arbitration required'; "
+      'arbitrator mgm1 (node 1) is not here -> shutdown (2305); {mgm1}: no live data node -> nothing '
+      "runs here (its SQL nodes get 4009 'Cluster Failure' for NDB tables). management and SQL nodes "
+      'do not vote; an SQL node serves only in a component whose data nodes keep running; assumes the '
+      'data nodes see the split before they notice the loss of arbitrator node 1 [UNVERIFIED timing: '
+      'management/API links and data node links have their own heartbeats]; if the president loses the'
+      ' arbitrator first it selects the next candidate it reaches and the side that holds that one '
+      'wins instead; the data nodes of stopped components (data1, data2, data3, data4) shut down once '
+      'they have found every unreachable data node around the heartbeat ring: within 20 s of the cut')),
+    ('sql_node_alone_and_a_data_node_left_out', [['sql1'], ['data1', 'data2', 'data3']], 'mgm2', [
+        {'component': ['sql1'],
+         'outcome': 'stopped',
+         'check': 'no data nodes'},
+        {'component': ['data1', 'data2', 'data3'],
+         'data_nodes': [11, 12, 13],
+         'check': 'Arbitration check won - node group majority',
+         'outcome': 'serving'},
+     ],
+     ('docs/facts.md NDB 5.1 (arbitration check per component of data nodes, in the order of '
+      'QmgrMain.cpp handleArbitCheck; alive before: 4; node groups 0:[11, 12]; 1:[13, 14]; arbitrator '
+      'mgm2 (node 2), given): {sql1}: no live data node -> nothing runs here (its SQL nodes get 4009 '
+      "'Cluster Failure' for NDB tables); {data1,data2,data3}: data nodes 11,12,13 = 3 of 4 (2*3 > 4),"
+      " node groups present [0, 1], complete [0] -> 'Arbitration check won - node group majority'. "
+      'management and SQL nodes do not vote; an SQL node serves only in a component whose data nodes '
+      'keep running; live data nodes in no component count as lost: 14')),
+]
+
+
+@pytest.mark.parametrize("name, components, arbitrator, decisions, rule", GOLDEN, ids=[g[0] for g in GOLDEN])
+def test_partition_outcome_word_for_word(name, components, arbitrator, decisions, rule):
+    topo, cfg = shipped()
+    out = R.partition_outcome(topo, cfg, components, arbitrator=arbitrator)
+    assert out["decisions"] == decisions
+    assert out["rule"] == rule
+
+
+def test_an_isolated_data_node_word_for_word():
+    topo, cfg = shipped()
+    rest = [n.name for n in topo.nodes if n.name != "data1"]
+    out = R.partition_outcome(topo, cfg, [["data1"], rest], arbitrator=1)
+    assert [d["check"] for d in out["decisions"]] == ["Arbitration check lost - missing node group",
+                                                      "Arbitration check won - node group majority"]
+    assert ("{data1}: data nodes 11 = 1 of 4 (2*1 < 4), node groups present [0], complete none -> "
+            "'Arbitration check lost - missing node group' -> shutdown (2305)") in out["rule"]
+    assert "data nodes 12,13,14 = 3 of 4 (2*3 > 4), node groups present [0, 1], complete [1]" in out["rule"]
+    assert out["exit_codes"] == {"data1": 2305} and out["decisions"][1].get("exit_code") is None
+
+
+def test_check_partition_takes_the_default_method_and_names_what_is_wrong():
+    topo, cfg = shipped()
+    # Arbitration left unset is NDB's default method
+    unset = parse_config_ini((COMPOSE_DIR / LAYOUTS["default"][1]).read_text().replace("Arbitration=Default", ""))
+    assert unset.data_param("Arbitration") is None
+    R.check_partition(topo, unset, [["data1"], ["data2"]])
+    other = parse_config_ini((COMPOSE_DIR / LAYOUTS["default"][1]).read_text()
+                             + "\n[ndbd default]\nArbitration=WaitExternal\n")
+    with pytest.raises(UsageError, match=r"^partition_outcome models Arbitration=Default only \(config.ini has "
+                                         r"waitexternal\)$"):
+        R.check_partition(topo, other, [["data1"]])
+    with pytest.raises(UsageError, match=r"^partition_outcome: no node named 'nope' \(nodes: data1, data2, data3, "
+                                         r"data4, mgm1, mgm2, sql1, sql2\)$"):
+        R.check_partition(topo, cfg, [["nope"]])
+    with pytest.raises(UsageError, match=r"^partition_outcome: data2 is in two components \(not a clean partition\)$"):
+        R.check_partition(topo, cfg, [["data1", "data2"], ["data2"]])
+    with pytest.raises(UsageError, match=r"^partition_outcome: arbitrator 'mgm9' is not a node of the topology$"):
+        R.partition_outcome(topo, cfg, [["data1"]], arbitrator="mgm9")
