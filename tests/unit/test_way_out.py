@@ -211,3 +211,42 @@ def test_aborting_the_connection_fails_a_waiting_call_whatever_the_layer_does(tm
         faultfs._stop([int((layer.root / "t.faultfs.pid").read_text())], grace=0)
         faultfs.unmount(layer.root, "t", layer.mnt)
     assert faultfs.connection_id(layer.mnt) is None and not faultfs._in_mounts(layer.mnt)
+
+
+def test_status_of_a_project_it_cannot_attach_to_shows_its_traces(monkeypatch, capsys):
+    """A killed run's partial project (some containers removed, one stuck): what its containers
+    and disks show, and the reason in one line, exit 1."""
+    from ndbchaos.commands import status as S
+    monkeypatch.setattr(S, "docker_client", lambda: None)
+
+    def attach(project):
+        raise NdbChaosError(f"project {project}: node ids [('data', 11)] match no NDB layout (default, small)")
+
+    monkeypatch.setattr(S.state, "attach", attach)
+    monkeypatch.setattr(S.state, "traces", lambda p: ([
+        {"kind": "stuck", "node": "data1", "detail": "its process 7 is in uninterruptible sleep (request_wait_answer)"},
+        {"kind": "storage", "node": "data1", "detail": "faultfs: write 600000 ms late, 2 call(s) waiting"}], ["data1"]))
+    monkeypatch.setattr(S.runtime, "project_containers",
+                        lambda p: [SimpleNamespace(name="p-data1-1", status="running")])
+    rc = S.run(SimpleNamespace(project="p", json=False, no_netns=False))
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert err == "ndbchaos status: project p: node ids [('data', 11)] match no NDB layout (default, small)\n"
+    assert "p-data1-1" in out and "faultfs: write 600000 ms late" in out and "request_wait_answer" in out
+
+
+def test_heal_releases_what_holds_a_node_even_when_the_cluster_cannot_be_attached(monkeypatch, capsys):
+    from ndbchaos.commands import fault as F
+    calls = []
+    monkeypatch.setattr(F.holds, "release", lambda p, remount=False: (calls.append(remount), (
+        ["cleared the faultfs layer of data1 (write 600000 ms late)", "thawed data4"], []))[1])
+
+    def attach(project):
+        raise NdbChaosError(f"project {project}: node ids match no NDB layout")
+
+    monkeypatch.setattr(F.state, "attach", attach)
+    rc = F.run(SimpleNamespace(kind="heal", project="p"))
+    out, err = capsys.readouterr()
+    assert calls == [True] and rc == 1
+    assert out.splitlines() == ["cleared the faultfs layer of data1 (write 600000 ms late)", "thawed data4"]
+    assert err == "ndbchaos fault heal: could not heal the rest (project p: node ids match no NDB layout)\n"
