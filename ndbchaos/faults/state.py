@@ -151,6 +151,18 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
     return found
 
 
+def _remove_helpers(project: str, done: list[str], say: bool = False) -> None:
+    for c in runtime.project_containers(project):
+        if (c.labels or {}).get(TP.ROLE) == TP.HELPER:
+            try:
+                c.remove(force=True)
+                if say:
+                    done.append(f"removed helper {c.name}")
+            except Exception as e:
+                if "No such container" not in str(e):
+                    done.append(f"removing helper {c.name} failed: {runtime.one_line(e)}")
+
+
 def _quietly(fn) -> None:
     try:
         fn()
@@ -184,13 +196,7 @@ def heal(cluster) -> list[str]:
     done, problems = holds.release(cluster.project, remount=True)
     done += [f"failed: {p}" for p in problems]
     # 1. helpers of dead runs (they hold nothing: rules live in the targets' namespaces)
-    for c in runtime.project_containers(cluster.project):
-        if (c.labels or {}).get(TP.ROLE) == TP.HELPER:
-            try:
-                c.remove(force=True)
-                done.append(f"removed helper {c.name}")
-            except Exception as e:
-                done.append(f"removing helper {c.name} failed: {runtime.one_line(e)}")
+    _remove_helpers(cluster.project, done, say=True)
     # 2. unplugged nodes back on their project network (before anything needs the network)
     nets = runtime.project_networks(cluster.project)
     for f in [f for f in inspect(cluster, netns_rules=False) if f["kind"] == "disconnect"]:
@@ -226,6 +232,8 @@ def heal(cluster) -> list[str]:
         try:
             h = netns.start_helper(cluster, n, purpose="heal")
         except Exception as e:
+            if runtime.container_state(cluster.container(n)) != "running":  # it stopped meanwhile
+                return [f"{n.name} stopped meanwhile: its namespace went, with any rule in it"]
             return [f"removing chains in {n.name} failed: no helper in its namespace ({runtime.one_line(e)})"]
         try:
             code, out = h.exec(netns.remove_chains_script(None), timeout=30)
@@ -244,6 +252,7 @@ def heal(cluster) -> list[str]:
 
     for lines in netns.parallel(clean, running):
         done += lines
+    _remove_helpers(cluster.project, done)  # one whose start failed is left created
     # 5. toxics and disabled proxies
     try:
         TX.proxy_container(cluster)
