@@ -11,8 +11,9 @@ run is killed:
   it and unanswered, so even SIGKILL leaves the process there (Docker: "tried to kill container,
   but did not receive an exit event"): what made reap end in a traceback before;
 - data2: failing I/O (every write fails with EIO: the node shuts itself down);
-- data3: lazy writes (kept in the layer until a sync, lost on a power cut), and then its layer
-  stops answering (SIGSTOP): every call of the node waits on a layer that will never answer;
+- data3: lazy writes (kept in the layer until a sync), then the power cut (what was kept is
+  lost, every later write fails), and then its layer stops answering (SIGSTOP): every call of
+  the node waits on a layer that will never answer;
 - data4: a full disk (its ballast) and the node frozen (docker pause).
 
 The run is a small driver on the real cluster (the storage faults' own classes, verified as in a
@@ -60,6 +61,9 @@ print("FAILING", FailingIO(c, [d[1]], call="write", errno="EIO").inject().verifi
 print("STALL", SlowDisk(c, [d[0]], delay_ms=600_000).inject().verification, flush=True)
 print("FULL", DiskFull(c, [d[3]]).inject().verification, flush=True)
 print("FROZEN", Pause(c, [d[3]], backend="native").inject().verification, flush=True)
+# the power goes off under data3 (what it kept is lost, every later write fails), then its layer
+# stops answering
+print("CUT", d[2].name, faultfs.drop(lazy, cut=True), flush=True)
 os.kill(int((disks.project_dir(c.project) / f"{svc(d[2])}.faultfs.pid").read_text()), signal.SIGSTOP)
 print(f"READY {time.monotonic() - t0:.1f} s", flush=True)
 time.sleep(3600)
