@@ -184,6 +184,7 @@ class ComposeCluster(ClusterHandle):
         """Remove every container and network of this project (helpers included)."""
         removed = []
         self.heal_all()
+        holds.release(self.project)  # what a heal could not undo must not hold compose's stop
         try:
             self.compose("down", "-v", "--remove-orphans", "-t", "3", check=False, timeout=180)
         except NdbChaosError:
