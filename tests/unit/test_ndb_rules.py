@@ -443,3 +443,70 @@ def test_check_partition_takes_the_default_method_and_names_what_is_wrong():
         R.check_partition(topo, cfg, [["data1", "data2"], ["data2"]])
     with pytest.raises(UsageError, match=r"^partition_outcome: arbitrator 'mgm9' is not a node of the topology$"):
         R.partition_outcome(topo, cfg, [["data1"]], arbitrator="mgm9")
+
+
+# -- what mutation testing found untested (mutmut over rules.py) ------------------------------------
+
+def test_every_timing_is_read_from_its_own_parameter():
+    cfg = parse_config_ini("[ndbd default]\nNoOfReplicas=2\nHeartbeatIntervalDbDb=1100\nHeartbeatIntervalDbApi=1700\n"
+                           "ArbitrationTimeout=3300\nTimeBetweenGlobalCheckpoints=1900\nTimeBetweenEpochsTimeout=4000\n"
+                           "TimeBetweenGlobalCheckpointsTimeout=90000\n[ndbd]\nNodeId=2\n")
+    assert R.timings(cfg) == {"heartbeat_db_s": 1.1, "heartbeat_api_s": 1.7, "arbitration_timeout_s": 3.3,
+                              "gcp_interval_s": 1.9, "epochs_timeout_s": 4.0, "gcp_timeout_s": 90.0}
+    # a round of the ring is five intervals, whatever the interval
+    tm = R.timings(cfg)
+    assert R.partition_bounds(tm, 2, 2) == pytest.approx((2 * 5.5 + 3.3 + R.OBSERVATION_SLACK,
+                                                          3 * 5.5 + 3.3 + R.OBSERVATION_SLACK))
+
+
+def test_partition_outcome_bounds_keep_their_fraction():
+    """A heartbeat of 1.1 s: the bounds are not whole seconds, and are reported to the ms."""
+    text = (COMPOSE_DIR / LAYOUTS["default"][1]).read_text().replace("HeartbeatIntervalDbDb=1000",
+                                                                     "HeartbeatIntervalDbDb=1100")
+    topo, cfg = shipped()[0], parse_config_ini(text)
+    out = R.partition_outcome(topo, cfg, [["data1", "data3", "mgm1"], ["data2", "data4"]], arbitrator=1)
+    assert out["detection_bound_s"] == pytest.approx(2 * 5.5 + 3.0 + R.OBSERVATION_SLACK)  # 16.0
+    assert out["decision_bound_s"] == pytest.approx(3 * 5.5 + 3.0 + R.OBSERVATION_SLACK)  # 21.5
+    assert out["decision_bound_s"] != round(out["decision_bound_s"])
+
+
+def test_a_side_that_is_exactly_one_node_group():
+    topo, cfg = shipped()
+    out = R.partition_outcome(topo, cfg, [["data1", "data2"], ["data3", "data4"]], arbitrator=1)
+    assert "data nodes 11,12 = 2 of 4 (2*2 = 4), node groups present [0], complete [0]" in out["rule"]
+    assert out["serving"] == [] and [d["check"] for d in out["decisions"]] == [
+        "Arbitration check lost - missing node group"] * 2
+
+
+def test_the_only_side_that_asks_keeps_its_facts_in_the_rule():
+    topo, cfg = shipped()
+    out = R.partition_outcome(topo, cfg, [["data1", "data3"], ["data2"], ["data4"]], arbitrator=1)
+    assert ("{data1,data3}: data nodes 11,13 = 2 of 4 (2*2 = 4), node groups present [0, 1], complete none -> "
+            "'Network partitioning - arbitration required'; arbitrator mgm1 (node 1) is in no component and reaches "
+            "every side -> yes only if this side asks first; the only side that asks -> 'Arbitration won - positive "
+            "reply from node 1'") in out["rule"]
+
+
+def test_notes_name_every_lost_node_and_the_side_that_moves_arbitrator():
+    topo, cfg = shipped()
+    two_out = R.partition_outcome(topo, cfg, [["data1", "data3"], ["mgm1"]], arbitrator=1)
+    assert "live data nodes in no component count as lost: 12,14" in two_out["rule"]
+    cut = R.partition_outcome(topo, cfg, [["data1", "data2", "data3"], ["data4", "mgm1"]], arbitrator=1)
+    assert "{data1,data2,data3} no longer reaches arbitrator node 1" in cut["rule"]
+
+
+def test_one_candidate_has_no_next_one_to_race_with():
+    """The small layout has one arbitrator candidate: no note that another could win instead."""
+    small, scfg = shipped("small")
+    data = [n.name for n in small.data_nodes]
+    out = R.partition_outcome(small, scfg, [[data[0], "mgm1"], [data[1]]], arbitrator=1)
+    assert out["serving"] == [[data[0], "mgm1"]] and "UNVERIFIED timing" not in out["rule"]
+
+
+def test_a_side_after_one_without_data_nodes_still_gets_its_bounds():
+    """A component of SQL nodes alone, listed first, does not end the count of the others."""
+    topo, cfg = shipped()
+    out = R.partition_outcome(topo, cfg, [["sql1"], ["data1", "data2", "data3"], ["data4"]], arbitrator=1)
+    assert out["detection_bound_s"] == round(R.partition_bounds(R.timings(cfg), 1, 3)[0], 3)
+    assert out["shut_down"] == ["data4"] and out["decision_bound_s"] == round(
+        R.partition_bounds(R.timings(cfg), 3, 1)[1], 3)

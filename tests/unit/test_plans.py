@@ -116,6 +116,19 @@ def test_sql_nodes_on_follows_containers():
     assert plans.sql_nodes_on(c, ["galera2"]) == ["galera2"] and plans.sql_nodes_on(c, ["garbd"]) == []
     n = ndb_cluster()
     assert plans.sql_nodes_on(n, ["data1", "sql2"]) == ["sql2"]
+    # an SQL endpoint living in another node's container goes with that node
+    shared = SimpleNamespace(topology=TP.Topology("p", "ndb", [
+        TP.Node("data1", TP.DATA, "p-host1", nodeid=11, nodegroup=0),
+        TP.Node("api1", TP.SQL, "p-host1", nodeid=51, sql_port=3306, serves_sql=True)]))
+    assert plans.sql_nodes_on(shared, ["data1"]) == ["api1"]
+
+
+def test_the_rule_is_asked_about_the_fault_s_own_targets():
+    """Not a count: the engine's rule gets the nodes the fault took (data3 here, not the first
+    of its pool)."""
+    c = ndb_cluster()
+    p = plans.node_loss(c, "datanode_loss", fault(c, ["data3"]))
+    assert p.exp.details["lost"] == ["data3"] and p.lost == ["data3"]
 
 
 # -- failover -----------------------------------------------------------------------------------
