@@ -250,3 +250,22 @@ def test_heal_releases_what_holds_a_node_even_when_the_cluster_cannot_be_attache
     assert calls == [True] and rc == 1
     assert out.splitlines() == ["cleared the faultfs layer of data1 (write 600000 ms late)", "thawed data4"]
     assert err == "ndbchaos fault heal: could not heal the rest (project p: node ids match no NDB layout)\n"
+
+
+def test_a_frozen_container_docker_will_not_unpause_is_thawed_through_its_freezer(tmp_path, monkeypatch):
+    class Frozen:
+        name, labels, attrs = "p-data4-1", {"ndbchaos.node": "data4"}, {"State": {"Pid": 4242}}
+
+        def unpause(self):
+            raise RuntimeError("500 Server Error: Internal Server Error (\"timeout waiting for the freezer\")")
+
+    state = tmp_path / "freezer.state"
+    state.write_text("FROZEN")
+    monkeypatch.setattr(holds, "freezer_file", lambda pid: state if pid == 4242 else None)
+    line = holds.thaw(Frozen())
+    assert state.read_text() == "THAWED"
+    assert line == f"thawed data4 through {state} (Docker refused: 500 Server Error: Internal Server Error " \
+                   "(\"timeout waiting for the freezer\"))"
+    monkeypatch.setattr(holds, "freezer_file", lambda pid: None)
+    with pytest.raises(NdbChaosError, match="^could not thaw data4: Docker refused .* cgroup was not found$"):
+        holds.thaw(Frozen())
