@@ -214,6 +214,10 @@ def run(args) -> int:
     except ValueError as e:  # values, options or windows the checkers cannot use
         msg = str(e)
         raise UsageError(msg if msg.startswith(f"{args.history}:") else f"{args.history}: {msg}") from None
+    txns = verdict.checks.get("transactions")
+    if txns is not None and "reason" in txns.details:  # its values are not transactions (txn.mops says where)
+        reason = str(txns.details["reason"])
+        raise UsageError(f"{args.history}:{reason[4:]}" if reason.startswith("run:") else f"{args.history}: {reason}")
     why = nothing_judged(history)
     if why is not None:
         verdict = verdict.adding(Verdict("input", UNKNOWN, why, {"reason": why}))

@@ -34,7 +34,7 @@ def register(sub) -> None:
 def run(args) -> int:
     try:
         history = History.read(args.run)
-        txns = TxnHistory.from_history(history)
+        txns = TxnHistory.from_history(history, args.run)
     except (HistoryFormatError, TxnFormatError) as e:
         raise UsageError(str(e)) from None
     if not len(txns):
