@@ -18,6 +18,7 @@ the spools into one History when the load stops (a worker that died leaves every
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing as mp
 import os
@@ -157,10 +158,16 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
     # and a semaphore round trip (~2 us), on a threading Event an attribute read. Mirror it, by
     # polling: a process blocked in mp Event.wait() is a registered sleeper, and if it dies
     # (a crash in the C connector, a kill) the parent's Event.set() waits for it forever.
-    mp_stop, stop = stop, threading.Event()
+    # The same poll notices a controller that is gone (SIGKILL leaves no one to set the flag): the
+    # worker then stops its connections and leaves nothing (its spool is the dead run's).
+    mp_stop, stop, orphaned = stop, threading.Event(), threading.Event()
+    parent = os.getppid()
 
     def mirror():
         while not mp_stop.is_set():
+            if os.getppid() != parent:
+                orphaned.set()
+                break
             time.sleep(0.02)
         stop.set()
 
@@ -191,6 +198,12 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
         th.start()
     for th in threads:
         th.join()
+    if orphaned.is_set():
+        out.close()
+        with contextlib.suppress(OSError):
+            os.unlink(spool)
+            os.rmdir(os.path.dirname(spool))  # the last worker out removes the run's spool folder
+        os._exit(0)  # no parent reads the results queue: its feeder thread must not be waited for
     for rec in recs:
         rec.spill()
     out.close()

@@ -191,3 +191,44 @@ def test_each_connection_keeps_its_own_last_success_and_the_runner_takes_the_lat
     runner.live[3 * 2 + 0] = 733.938030  # ... slot 3 just before it, and wrote later
     runner.live[1 * 2 + 1] = 5.0
     assert runner.last_ok("a") == 733.938229 and runner.last_ok("b") == 5.0
+
+
+def test_workers_of_a_killed_controller_stop_and_leave_no_spool(tmp_path):
+    """SIGKILL of the controller leaves no one to set the stop flag: its load workers notice the
+    parent is gone, stop their connections, remove their spool and exit (seen orphaned, still
+    connecting, after a run was killed mid-scenario)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    script = textwrap.dedent("""
+        import os, sys, time
+        from ndbchaos.clock import RunClock
+        from ndbchaos.workload import runner as R
+        from ndbchaos.workload.ledger import Ledger
+        # port 1 refuses: each connection retries with its backoff, as against a lost SQL node
+        r = R.WorkloadRunner(Ledger(), [R.Endpoint("a", 1)], RunClock(), processes=2, connections=1)
+        r.start()
+        deadline = time.monotonic() + 30
+        while len(r.worker_pids()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        print(r._spool_dir, *r.worker_pids(), flush=True)
+        time.sleep(3)  # the workers are up and looping
+        os.kill(os.getpid(), 9)
+    """)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out, err = tmp_path / "out", tmp_path / "err"
+    with out.open("w") as f, err.open("w") as e:  # files, not pipes: orphaned workers would hold a pipe open
+        p = subprocess.run([sys.executable, "-c", script], stdout=f, stderr=e, timeout=60, env=env)
+    assert p.returncode == -signal.SIGKILL, err.read_text()[-2000:]
+    spool, *pids = out.read_text().split()
+    assert len(pids) == 2, out.read_text()
+    deadline = time.monotonic() + 10  # the mirror polls every 20 ms; a refused connect backs off under 1 s
+    while time.monotonic() < deadline and any(os.path.exists(f"/proc/{pid}") for pid in pids):
+        time.sleep(0.1)
+    alive = [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+    for pid in alive:
+        os.kill(int(pid), signal.SIGKILL)
+    assert not alive, f"workers {alive} outlived their killed controller"
+    assert not os.path.exists(spool), f"{spool} left behind"
