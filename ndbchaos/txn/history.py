@@ -119,8 +119,8 @@ class TxnHistory:
                 if code < 0:
                     if proc in open_ or type(ev.get("index") or 0) is not int:
                         raise TypeError  # (named below)
-                    if ev.get("value") is not None:  # its micro-ops too: a map or set in them is refused
-                        _fast_mops(ev["value"], f"{source}:op {_op_no(ev, n)}")
+                    if _fast_mops(ev.get("value")) is None:  # its micro-ops too: a map or set in them is refused
+                        _mops(ev["value"], f"{source}:op {_op_no(ev, n)}")
                     open_[proc] = (pos, ev)
                     pos += 1
                     continue
@@ -132,7 +132,7 @@ class TxnHistory:
                 t_inv = inv.get("time", -1) if inv is not None else -1
                 t_end = ev.get("time", -1)
                 append(Txn(len(txns), index if type(index) is int else _int(index, n, f"{source}:op {n}"), proc,
-                           code, _fast_mops(value, f"{source}:op {_op_no(ev, n)}"), inv_pos, pos,
+                           code, _fast_mops(value) or _mops(value, f"{source}:op {_op_no(ev, n)}"), inv_pos, pos,
                            t_inv / 1e9 if type(t_inv) is int and t_inv >= 0 else _secs(t_inv),
                            t_end / 1e9 if type(t_end) is int and t_end >= 0 else _secs(t_end)))
                 pos += 1

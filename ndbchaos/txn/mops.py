@@ -23,19 +23,20 @@ def _short(x: Any) -> str:
 _MOP_NAMES = {"append": "append", "r": "r", "w": "w", ":append": "append", ":r": "r", ":w": "w"}
 
 
-def _fast_mops(value, where: str) -> list:
-    """``_mops`` for well-formed values, without a check per element."""
+def _fast_mops(value) -> list | None:
+    """``_mops`` for well-formed values (keys and values scalars, a read's value a list of them)
+    in a few steps; None for anything else, which ``_mops`` then reads or names."""
     if value is None:
         return []
     names = _MOP_NAMES
     try:
         out = [(names[f], k, tuple(v) if type(v) is list else v) for f, k, v in value]
     except (KeyError, TypeError, ValueError):
-        return _mops(value, where)
+        return None
     sc = _SCALAR
     for _f, k, v in out:
         if type(k) not in sc or (type(v) not in sc and (type(v) is not tuple or not set(map(type, v)) <= sc)):
-            return _mops(value, where)  # a vector key, or a value it refuses: named there
+            return None  # a vector key, or a value _mops refuses
     return out
 
 
