@@ -19,6 +19,7 @@ import pytest
 
 from . import FAIL, GATE_FAILED, NOT_EVALUATED, WARN, Run, evaluate, judge, table
 from ..checks import RunVerdict
+from ..errors import UsageError
 from .evaluate import summarize
 from .results import load_baseline
 from .spec import NOTHING_JUDGED, Gate
@@ -39,6 +40,9 @@ def scenario_ids(item) -> tuple[list[str], list[str]]:
 
 class GatePlugin:
     def __init__(self, gate: Gate, out: Path, baseline: str | None):
+        if out.is_dir() or (out.parent.exists() and not out.parent.is_dir()):
+            raise UsageError(f"--gate-out {out}: " + ("a folder" if out.is_dir() else f"{out.parent} is not a folder")
+                             + ", give a file path")
         self.gate, self.out = gate, out
         self.baseline = load_baseline(baseline or gate.baseline)
         self.runs: list[Run] = []

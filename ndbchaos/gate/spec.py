@@ -125,7 +125,7 @@ class GateJudgedNothing(NdbChaosError):
 def load(path: str | Path) -> Gate:
     p = Path(path)
     if not p.is_file():
-        raise GateFileError(f"gate file {p}: not found")
+        raise GateFileError(f"gate file {p}: " + ("a folder, not a file" if p.is_dir() else "not found"))
     try:
         text = p.read_bytes().decode("utf-8")
     except OSError as e:

@@ -473,3 +473,13 @@ def test_a_gate_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
     g.write_bytes(b'[[scenario]]\nmatch = "\xff"\noutage_s = 1\n')
     code, out, err = cli(["gate", str(g), str(allure_folder(tmp_path))], capsys)
     assert code == 2 and err == [f"ndbchaos gate: {g}: not a TOML file (not UTF-8 text at byte 22)"]
+
+
+def test_a_folder_as_gate_file_or_live_gate_out_is_one_line(tmp_path):
+    from ndbchaos.errors import UsageError
+    from ndbchaos.gate.pytest_gate import GatePlugin
+    with pytest.raises(GateFileError, match="a folder, not a file"):
+        load(tmp_path)
+    g = gate_file(tmp_path, '[defaults]\noutage_s = 1\n')
+    with pytest.raises(UsageError, match="--gate-out .*: a folder, give a file path"):
+        GatePlugin(g, tmp_path, None)  # the session would have ended in IsADirectoryError
