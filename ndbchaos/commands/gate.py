@@ -26,7 +26,8 @@ def register(sub) -> None:
     p = sub.add_parser("gate", help=HELP["gate"],
                        description="Evaluates every objective of a gate file (TOML, docs/gate.md) on the run "
                                    "records a run left in its results folder, prints one table and exits 6 "
-                                   "when the gate fails.")
+                                   "when the gate fails, 4 when it judged nothing (no objective, a pattern that "
+                                   "names no scenario, nothing measurable), 2 on a bad file.")
     p.add_argument("gate", metavar="FILE", help="the gate file (TOML)")
     p.add_argument("results", nargs="?", default="reports/allure-results", metavar="RESULTS",
                    help="Allure results folder, folder of run records, or one run record "
