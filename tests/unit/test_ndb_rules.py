@@ -468,6 +468,9 @@ def test_partition_outcome_bounds_keep_their_fraction():
     assert out["detection_bound_s"] == pytest.approx(2 * 5.5 + 3.0 + R.OBSERVATION_SLACK)  # 16.0
     assert out["decision_bound_s"] == pytest.approx(3 * 5.5 + 3.0 + R.OBSERVATION_SLACK)  # 21.5
     assert out["decision_bound_s"] != round(out["decision_bound_s"])
+    rest = [n.name for n in topo.nodes if n.name != "data1"]
+    iso = R.partition_outcome(topo, cfg, [["data1"], rest], arbitrator=1)
+    assert iso["detection_bound_s"] == pytest.approx(5.5 + 3.0 + R.OBSERVATION_SLACK)  # 10.5: one round
 
 
 def test_a_side_that_is_exactly_one_node_group():
