@@ -5,8 +5,9 @@ RESULTS is the Allure results folder a run wrote (each scenario attaches its run
 gave on that run: both judge the same records with the same code (ndbchaos.gate). Prints the
 table, writes the JSON with ``--json-out``. Exit 0: passed (warnings allowed); 6: an objective
 of severity fail was missed, or a safety check failed; 4: the gate judged nothing (a file with no
-objective, a pattern that names no scenario of the results, or no objective that could be
-evaluated on any scenario), as ``pytest --gate`` exits; 2: a bad gate file, results folder or
+objective, a pattern that names no scenario of the results or of the catalogue a ``pytest --gate``
+session records in them, or no objective that could be evaluated on any scenario), as
+``pytest --gate`` exits; 2: a bad gate file, results folder or
 ``--json-out``, one line naming the file and nothing written.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from ..errors import UsageError
 from ..gate import GATE_FAILED, evaluate, load, table
-from ..gate.results import load_baseline, load_runs, skipped_scenarios
+from ..gate.results import load_baseline, load_runs, recorded_catalogue, skipped_scenarios
 from ..gate.spec import GateJudgedNothing
 from . import HELP
 
@@ -45,14 +46,18 @@ def run(args) -> int:
                          + ", give a file path")
     gate = load(args.gate)
     runs = load_runs(args.results)
-    skipped = skipped_scenarios(args.results)
-    # the catalogue offline: what ran and what the results hold as skipped (live: what was collected)
+    ran = {r.test_id for r in runs}
+    # the catalogue offline: what the session collected when it recorded it (pytest --gate), what
+    # the results hold as skipped, and what ran (live: what was collected)
+    skipped = list({x[0][0]: x for x in [*skipped_scenarios(args.results), *recorded_catalogue(args.results)]
+                    if x[0][0] not in ran}.values())
     unknown = gate.unknown_patterns([r.ids for r in runs] + [ids for ids, _ in skipped],
                                     {m for r in runs for m in r.markers} | {m for _, ms in skipped for m in ms})
     if unknown:
         e = unknown[0]
         raise GateJudgedNothing(f"{gate.path}:{e.line}: match {e.patterns}: no scenario of {args.results} matches "
-                                "(a typo, or a scenario this run did not include)")
+                                "(a typo; or a scenario the run deselected: a run with pytest --gate records what it "
+                                "collected in its results)")
     baseline = load_baseline(args.baseline or gate.baseline)
     result = evaluate(gate, runs, expected=[*skipped, *((r.ids, r.markers) for r in runs)], baseline=baseline)
     print(table(result))

@@ -41,6 +41,32 @@ def _allure_run_files(d: Path) -> list[tuple[Path, str]]:
             for a in attachments(r) if a["name"] in RUN_ATTACHMENTS]
 
 
+#: what a ``pytest --gate`` session collected, written to its Allure results folder: the
+#: scenarios it could have run, so that offline a pattern naming a deselected one is NOT
+#: EVALUATED (as it is live), not a pattern that names nothing
+CATALOGUE = "ndbchaos-gate.catalogue"  # JSON; not *.json, which Allure's readers may take for theirs
+
+
+def recorded_catalogue(path: str | Path) -> list[tuple[list[str], list[str]]]:
+    """(ids, markers) of every scenario the session that wrote the results folder collected
+    (``CATALOGUE``); none when it ran without ``--gate``."""
+    p = _results_folder(Path(path))
+    f = p / CATALOGUE if p.is_dir() else None
+    if f is None or not f.exists():
+        return []
+    try:
+        data = json.loads(f.read_bytes().decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{f}: not a scenario catalogue: a value nested too deep") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{f}: not a scenario catalogue: {_one_line(e)}") from None
+    strings = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
+    if not isinstance(data, list) or not all(isinstance(x, dict) and strings(x.get("ids")) and x["ids"]
+                                             and strings(x.get("markers")) for x in data):
+        raise UsageError(f'{f}: not a scenario catalogue: must be a list of {{"ids": [...], "markers": [...]}}')
+    return [(x["ids"], x["markers"]) for x in data]
+
+
 def skipped_scenarios(path: str | Path) -> list[tuple[list[str], list[str]]]:
     """(ids, markers) of the scenarios an Allure results folder holds as skipped: the offline
     counterpart of the collected catalogue, so an entry naming only them is NOT EVALUATED, not a
@@ -135,4 +161,4 @@ def _one_line(e: Exception) -> str:
     return " ".join(str(e).split())
 
 
-__all__ = ["load_baseline", "load_runs", "run_of", "skipped_scenarios"]
+__all__ = ["CATALOGUE", "load_baseline", "load_runs", "recorded_catalogue", "run_of", "skipped_scenarios"]

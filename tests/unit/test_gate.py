@@ -483,3 +483,34 @@ def test_a_folder_as_gate_file_or_live_gate_out_is_one_line(tmp_path):
     g = gate_file(tmp_path, '[defaults]\noutage_s = 1\n')
     with pytest.raises(UsageError, match="--gate-out .*: a folder, give a file path"):
         GatePlugin(g, tmp_path, None)  # the session would have ended in IsADirectoryError
+
+
+def test_offline_a_deselected_scenario_is_not_evaluated_when_the_live_session_recorded_its_catalogue(tmp_path, capsys):
+    """A `-m "not slow"` session with --gate records what it collected in its results folder;
+    offline, a pattern naming a deselected scenario is then NOT EVALUATED, as it is live, not a
+    pattern that names nothing (exit 4, which it stays for a run that recorded no catalogue)."""
+    from types import SimpleNamespace
+
+    from ndbchaos.gate.pytest_gate import GatePlugin
+    from ndbchaos.gate.results import CATALOGUE
+    res = allure_folder(tmp_path)
+    g = tmp_path / "g.toml"
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_per_node_s = 5\n\n'
+                 '[[scenario]]\nmatch = "kill_again_while_recovering"\nrecovery_s = 60\n')
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == 4 and "kill_again_while_recovering" in err[0]
+
+    def item(name):
+        return SimpleNamespace(name=f"test_datanode_loss[{name}]", nodeid=f"s/test_datanode_loss.py::x[{name}]",
+                               fixturenames=["play"], callspec=SimpleNamespace(id=name, params={}),
+                               iter_markers=lambda: [SimpleNamespace(name="datanode_loss")])
+    live = GatePlugin(load(g), tmp_path / "gate.json", None)
+    config = SimpleNamespace(option=SimpleNamespace(allure_report_dir=str(res)))
+    live.pytest_collection_modifyitems(None, config, [item("kill_one_data_node"), item("kill_again_while_recovering")])
+    assert (res / CATALOGUE).exists()
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == 0 and err == [] and "test_datanode_loss[kill_again_while_recovering]" in out
+    assert "NOT EVALUATED (did not run" in out
+    (res / CATALOGUE).write_text('[{"ids": "x"}]')
+    code, out, err = cli(["gate", str(g), str(res)], capsys)
+    assert code == 2 and len(err) == 1 and CATALOGUE in err[0] and "not a scenario catalogue" in err[0]
