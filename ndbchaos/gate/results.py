@@ -54,12 +54,7 @@ def recorded_catalogue(path: str | Path) -> list[tuple[list[str], list[str]]]:
     f = p / CATALOGUE if p.is_dir() else None
     if f is None or not f.exists():
         return []
-    try:
-        data = json.loads(f.read_bytes().decode("utf-8"))
-    except RecursionError:
-        raise UsageError(f"{f}: not a scenario catalogue: a value nested too deep") from None
-    except (OSError, ValueError) as e:
-        raise UsageError(f"{f}: not a scenario catalogue: {_one_line(e)}") from None
+    data = _json(f, f"{f}: not a scenario catalogue")
     strings = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
     if not isinstance(data, list) or not all(isinstance(x, dict) and strings(x.get("ids")) and x["ids"]
                                              and strings(x.get("markers")) for x in data):
@@ -140,12 +135,7 @@ def load_baseline(path: str | Path | None) -> dict | None:
         return None
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
-        try:
-            data = json.loads(p.read_bytes().decode("utf-8"))
-        except RecursionError:
-            raise UsageError(f"baseline {p}: not a gate.json: a value nested too deep") from None
-        except (OSError, ValueError) as e:
-            raise UsageError(f"baseline {p}: not JSON: {_one_line(e)}") from None
+        data = _json(p, f"baseline {p}: not a gate.json")
         if not isinstance(data, dict) or not isinstance(data.get("figures"), dict):
             raise UsageError(f"baseline {p}: not a gate.json (no 'figures')")
         for sid, fig in data["figures"].items():
@@ -155,6 +145,17 @@ def load_baseline(path: str | Path | None) -> dict | None:
         return data["figures"]
     empty = Gate(str(p), Entry([], {}), [])  # no objectives: the figures only
     return {r.test_id: judge(r, empty)[1] for r in load_runs(p)}
+
+
+def _json(f: Path, not_one: str):
+    """The JSON value of a file; UsageError ``not_one: why`` in one line when it cannot be read,
+    is not UTF-8 JSON or nests too deep."""
+    try:
+        return json.loads(f.read_bytes().decode("utf-8"))
+    except RecursionError:
+        raise UsageError(f"{not_one}: a value nested too deep") from None
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{not_one}: {_one_line(e)}") from None
 
 
 def _one_line(e: Exception) -> str:
