@@ -20,6 +20,7 @@ from ..errors import UsageError
 from ..gate import GATE_FAILED, evaluate, load, table
 from ..gate.results import load_baseline, load_runs, recorded_catalogue, skipped_scenarios
 from ..gate.spec import GateJudgedNothing
+from ..report.results import shown
 from . import HELP
 
 
@@ -42,8 +43,8 @@ def register(sub) -> None:
 def run(args) -> int:
     out = Path(args.json_out) if args.json_out else None
     if out is not None and (out.is_dir() or (out.parent.exists() and not out.parent.is_dir())):
-        raise UsageError(f"--json-out {out}: " + ("a folder" if out.is_dir() else f"{out.parent} is not a folder")
-                         + ", give a file path")
+        why = "a folder" if out.is_dir() else f"{shown(out.parent)} is not a folder"
+        raise UsageError(f"--json-out {shown(out)}: {why}, give a file path")
     gate = load(args.gate)
     runs = load_runs(args.results)
     ran = {r.test_id for r in runs}
@@ -55,7 +56,8 @@ def run(args) -> int:
                                     {m for r in runs for m in r.markers} | {m for _, ms in skipped for m in ms})
     if unknown:
         e = unknown[0]
-        raise GateJudgedNothing(f"{gate.path}:{e.line}: match {e.patterns}: no scenario of {args.results} matches "
+        raise GateJudgedNothing(f"{shown(gate.path)}:{e.line}: match {e.patterns}: no scenario of "
+                                f"{shown(args.results)} matches "
                                 "(a typo; or a scenario the run deselected: a run with pytest --gate records what it "
                                 "collected in its results)")
     baseline = load_baseline(args.baseline or gate.baseline)
@@ -66,11 +68,11 @@ def run(args) -> int:
             out.parent.mkdir(parents=True, exist_ok=True)
             out.write_text(json.dumps(result, indent=1))
         except OSError as e:
-            raise UsageError(f"--json-out {out}: cannot write it ({e.strerror or e})") from None
+            raise UsageError(f"--json-out {shown(out)}: cannot write it ({e.strerror or e})") from None
     if result["result"] == "fail":
         return GATE_FAILED
     if result["result"] == "not evaluated":
-        raise GateJudgedNothing(f"{gate.path}: no objective of the gate could be evaluated on any scenario of "
-                                f"{args.results} ({len(runs)} run(s); every row NOT EVALUATED)")
+        raise GateJudgedNothing(f"{shown(gate.path)}: no objective of the gate could be evaluated on any scenario of "
+                                f"{shown(args.results)} ({len(runs)} run(s); every row NOT EVALUATED)")
     return 0
 

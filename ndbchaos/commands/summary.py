@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..checks.verdict import RunVerdict
 from ..errors import UsageError
-from ..report.results import attachments, read_results
+from ..report.results import attachments, read_results, shown
 from . import HELP
 
 TIMES = ("fault applied", "detection", "shut down", "stopped serving", "recovery")
@@ -41,11 +41,11 @@ def _load(folder: Path, source: str, what: str):
     try:
         return json.loads(f.read_bytes().decode("utf-8"))
     except OSError as e:
-        raise UsageError(f"{f}: the {what} attachment cannot be read ({e.strerror or e})") from None
+        raise UsageError(f"{shown(f)}: the {what} attachment cannot be read ({e.strerror or e})") from None
     except RecursionError:
-        raise UsageError(f"{f}: not the {what} a run writes: a value nested too deep") from None
+        raise UsageError(f"{shown(f)}: not the {what} a run writes: a value nested too deep") from None
     except ValueError as e:
-        raise UsageError(f"{f}: not the {what} a run writes: not JSON ({' '.join(str(e).split())})") from None
+        raise UsageError(f"{shown(f)}: not the {what} a run writes: not JSON ({' '.join(str(e).split())})") from None
 
 
 def _number(v) -> bool:
@@ -55,35 +55,35 @@ def _number(v) -> bool:
 def _measurements(f: Path, m) -> dict:
     """The measurements attachment, checked where the table reads it: {name: {value, bound}}."""
     if not isinstance(m, dict):
-        raise UsageError(f"{f}: not the measurements a run writes: a JSON {type(m).__name__}, not an object")
+        raise UsageError(f"{shown(f)}: not the measurements a run writes: a JSON {type(m).__name__}, not an object")
     for k, v in m.items():
         if k not in TIMES and not k.startswith("outage on "):
             continue
         if not isinstance(v, dict) or not _number(v.get("value")) or not (
                 v.get("bound") is None or _number(v.get("bound"))):
-            raise UsageError(f"{f}: measurement {k!r}: must be {{\"value\": number, \"bound\": number or null}}")
+            raise UsageError(f"{shown(f)}: measurement {k!r}: must be {{\"value\": number, \"bound\": number or null}}")
     return m
 
 
 def _verdict_cells(f: Path, saved) -> tuple[dict, str]:
     """(errors, durability) of the saved verdict; one line naming its file when it is not one."""
     if not isinstance(saved, dict):
-        raise UsageError(f"{f}: not the verdict a run writes: a JSON {type(saved).__name__}, not an object")
+        raise UsageError(f"{shown(f)}: not the verdict a run writes: a JSON {type(saved).__name__}, not an object")
     checks = saved.get("checks", {})
     if not isinstance(checks, dict) or not all(isinstance(c, dict) for c in checks.values()):
-        raise UsageError(f"{f}: not the verdict a run writes: checks must map check names to objects")
+        raise UsageError(f"{shown(f)}: not the verdict a run writes: checks must map check names to objects")
     try:
         verdict = RunVerdict.from_json(saved)
         return _errors(verdict), _durability(verdict)
     except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
-        raise UsageError(f"{f}: not the verdict a run writes ({type(e).__name__}: "
+        raise UsageError(f"{shown(f)}: not the verdict a run writes ({type(e).__name__}: "
                          f"{' '.join(str(e).split())})") from None
 
 
 def scenario_rows(folder: Path) -> list[dict]:
     """One dict per scenario result of the folder, in test order."""
     if not folder.is_dir():
-        raise UsageError(f"{folder}: no such folder (a run writes its results with --alluredir)")
+        raise UsageError(f"{shown(folder)}: no such folder (a run writes its results with --alluredir)")
     rows = []
     for r in read_results(folder):
         att = {a["name"]: a["source"] for a in attachments(r)}
@@ -105,7 +105,7 @@ def scenario_rows(folder: Path) -> list[dict]:
                "errors": errors, "durability": durability}
         rows.append(row)
     if not rows:
-        raise UsageError(f"{folder}: no scenario results in it")
+        raise UsageError(f"{shown(folder)}: no scenario results in it")
     return rows
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..checks import UNKNOWN, RunVerdict, check_run
 from ..errors import UsageError
+from ..report.results import shown
 from ..txn.check import holds
 from ..history import OK, History
 from .spec import OBJECTIVES, Gate, matches
@@ -238,7 +239,7 @@ def evaluate(gate: Gate, runs: list[Run], expected: list[tuple[list[str], list[s
             if not run.source:
                 raise  # a record this session wrote: a defect of the framework, not the user's input
             # a saved run record whose header is not what a run writes: one line naming its file
-            raise UsageError(f"{run.source}: its run header is not one a run writes "
+            raise UsageError(f"{shown(run.source)}: its run header is not one a run writes "
                              f"({type(e).__name__}: {' '.join(str(e).split())})") from None
         rows += r
         figures[run.test_id] = f

@@ -12,7 +12,7 @@ from ..errors import UsageError
 from ..history import History, HistoryFormatError
 from ..record import ScenarioId
 from ..report.allure import RUN_ATTACHMENTS
-from ..report.results import attachments, read_results
+from ..report.results import attachments, read_results, shown
 from .evaluate import Run, judge
 from .spec import Entry, Gate
 
@@ -25,7 +25,7 @@ def run_of(history: History, name: str, source: str = "") -> Run:
     if sc is not None and not (isinstance(sc, dict) and all(isinstance(sc.get(k) or "", str) for k in strings)
                                and isinstance(sc.get("markers") or [], list)
                                and all(isinstance(m, str) for m in sc.get("markers") or [])):
-        raise UsageError(f"{source or name}: run.scenario must be an object of strings "
+        raise UsageError(f"{shown(source or name)}: run.scenario must be an object of strings "
                          f"({', '.join(strings)}) and a list of markers")
     sc = ScenarioId.of(sc)
     if sc is None:
@@ -54,11 +54,11 @@ def recorded_catalogue(path: str | Path) -> list[tuple[list[str], list[str]]]:
     f = p / CATALOGUE if p.is_dir() else None
     if f is None or not f.exists():
         return []
-    data = _json(f, f"{f}: not a scenario catalogue")
+    data = _json(f, f"{shown(f)}: not a scenario catalogue")
     strings = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)  # noqa: E731
     if not isinstance(data, list) or not all(isinstance(x, dict) and strings(x.get("ids")) and x["ids"]
                                              and strings(x.get("markers")) for x in data):
-        raise UsageError(f'{f}: not a scenario catalogue: must be a list of {{"ids": [...], "markers": [...]}}')
+        raise UsageError(f'{shown(f)}: not a scenario catalogue: must be a list of {{"ids": [...], "markers": [...]}}')
     return [(x["ids"], x["markers"]) for x in data]
 
 
@@ -90,7 +90,7 @@ def _results_folder(p: Path) -> Path:
     if len(inside) == 1:
         return inside[0]
     if len(inside) > 1:
-        raise UsageError(f"results {p}: holds several Allure results folders, pass one: "
+        raise UsageError(f"results {shown(p)}: holds several Allure results folders, pass one: "
                          f"{', '.join(str(d) for d in inside)}")
     return p
 
@@ -98,7 +98,7 @@ def _results_folder(p: Path) -> Path:
 def load_runs(path: str | Path) -> list[Run]:
     p = Path(path)
     if not p.exists():
-        raise UsageError(f"results {p}: not found")
+        raise UsageError(f"results {shown(p)}: not found")
     p = _results_folder(p)
     single = p.is_file()
     named = [] if single else _allure_run_files(p)  # the run records Allure results name
@@ -109,10 +109,10 @@ def load_runs(path: str | Path) -> list[Run]:
         try:
             h = History.read(f)
         except RecursionError:
-            raise UsageError(f"{f}: not a run record: a value nested too deep") from None
+            raise UsageError(f"{shown(f)}: not a run record: a value nested too deep") from None
         except (OSError, ValueError, HistoryFormatError) as e:
             if single or named:  # the one file given, or a run record a result names
-                raise UsageError(f"{f}: not a run record: {_one_line(e)}") from None
+                raise UsageError(f"{shown(f)}: not a run record: {_one_line(e)}") from None
             skipped.append(f.name)  # in a folder: another file of the run (e.g. Allure's history.jsonl)
             continue
         if h.run is None:
@@ -120,7 +120,7 @@ def load_runs(path: str | Path) -> list[Run]:
         runs.append(run_of(h, name, str(f)))
     if not runs:
         why = f" (not run records: {', '.join(skipped)})" if skipped else ""
-        raise UsageError(f"results {p}: no scenario run record (run.jsonl) in it{why}; pass the Allure results "
+        raise UsageError(f"results {shown(p)}: no scenario run record (run.jsonl) in it{why}; pass the Allure results "
                          "folder a run wrote (--alluredir), e.g. reports/allure-results")
     # one run per scenario: the latest (results of several sessions may share a folder)
     latest: dict[str, Run] = {}
@@ -135,13 +135,13 @@ def load_baseline(path: str | Path | None) -> dict | None:
         return None
     p = Path(path)
     if p.is_file() and p.suffix == ".json":
-        data = _json(p, f"baseline {p}: not a gate.json")
+        data = _json(p, f"baseline {shown(p)}: not a gate.json")
         if not isinstance(data, dict) or not isinstance(data.get("figures"), dict):
-            raise UsageError(f"baseline {p}: not a gate.json (no 'figures')")
+            raise UsageError(f"baseline {shown(p)}: not a gate.json (no 'figures')")
         for sid, fig in data["figures"].items():
             if not isinstance(fig, dict) or not all(
                     isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in fig.values()):
-                raise UsageError(f"baseline {p}: figures {sid!r}: must map objectives to numbers")
+                raise UsageError(f"baseline {shown(p)}: figures {sid!r}: must map objectives to numbers")
         return data["figures"]
     empty = Gate(str(p), Entry([], {}), [])  # no objectives: the figures only
     return {r.test_id: judge(r, empty)[1] for r in load_runs(p)}

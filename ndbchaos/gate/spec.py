@@ -27,6 +27,7 @@ from pathlib import Path
 import tomllib
 
 from ..errors import NdbChaosError, UsageError
+from ..report.results import shown
 from ..txn.models import check_models
 
 PHASES = ("baseline", "fault", "recovery", "all")
@@ -125,20 +126,20 @@ class GateJudgedNothing(NdbChaosError):
 def load(path: str | Path) -> Gate:
     p = Path(path)
     if not p.is_file():
-        raise GateFileError(f"gate file {p}: " + ("a folder, not a file" if p.is_dir() else "not found"))
+        raise GateFileError(f"gate file {shown(p)}: " + ("a folder, not a file" if p.is_dir() else "not found"))
     try:
         text = p.read_bytes().decode("utf-8")
     except OSError as e:
-        raise GateFileError(f"gate file {p}: cannot read it ({e.strerror or e})") from None
+        raise GateFileError(f"gate file {shown(p)}: cannot read it ({e.strerror or e})") from None
     except UnicodeDecodeError as e:
-        raise GateFileError(f"{p}: not a TOML file (not UTF-8 text at byte {e.start})") from None
+        raise GateFileError(f"{shown(p)}: not a TOML file (not UTF-8 text at byte {e.start})") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise GateFileError(f"{p}: not valid TOML: {e}") from None
+        raise GateFileError(f"{shown(p)}: not valid TOML: {e}") from None
     except RecursionError:
-        raise GateFileError(f"{p}: not a gate file: a value nested too deep") from None
-    where = _Locator(str(p), text)
+        raise GateFileError(f"{shown(p)}: not a gate file: a value nested too deep") from None
+    where = _Locator(shown(p), text)
     for k in data:
         if k not in TOP_KEYS:
             raise where.error(None, k, f"unknown key (known: {', '.join(sorted(TOP_KEYS))})")
@@ -158,7 +159,7 @@ def load(path: str | Path) -> Gate:
                 baseline)
     if not gate.defaults.objectives and not gate.defaults.regression_pct and not any(
             e.objectives or e.regression_pct for e in gate.entries):
-        raise GateJudgedNothing(f"{p}: the gate states no objective (in [defaults] or a [[scenario]]): "
+        raise GateJudgedNothing(f"{shown(p)}: the gate states no objective (in [defaults] or a [[scenario]]): "
                                 "it would judge nothing")
     return gate
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .. import topology as TP
 from ..errors import InventoryError, UsageError  # noqa: F401  (InventoryError: its home is errors)
+from ..report.results import shown
 
 #: URL schemes testinfra connects with (testinfra.get_host); ``ssh`` is the one this project tests
 SCHEMES = ("ssh", "paramiko", "ansible", "docker", "local")
@@ -106,7 +107,7 @@ def load(path: str | Path, environ: dict | None = None) -> Inventory:
     """Read and validate an inventory file (YAML; JSON is YAML too). InventoryError on any problem."""
     import yaml
     p = Path(path)
-    where = str(path)
+    where = shown(path)
     try:
         text = p.read_bytes().decode("utf-8")
     except OSError as e:
@@ -148,7 +149,7 @@ def _too_deep(doc) -> bool:
 
 
 def parse(doc, path: Path, environ: dict) -> Inventory:
-    where = str(path)
+    where = shown(path)
 
     def bad(msg: str) -> InventoryError:
         return InventoryError(f"inventory {where}: {msg}")

@@ -23,11 +23,11 @@ def read_results(folder: Path) -> list[dict]:
         try:
             r = json.loads(f.read_bytes().decode("utf-8"))
         except OSError as e:
-            raise UsageError(f"{f}: cannot read it ({e.strerror or e})") from None
+            raise UsageError(f"{shown(f)}: cannot read it ({e.strerror or e})") from None
         except RecursionError:
-            raise UsageError(f"{f}: not an Allure result: a value nested too deep") from None
+            raise UsageError(f"{shown(f)}: not an Allure result: a value nested too deep") from None
         except ValueError as e:  # not UTF-8, not JSON
-            raise UsageError(f"{f}: not an Allure result: not JSON ({e})") from None
+            raise UsageError(f"{shown(f)}: not an Allure result: not JSON ({e})") from None
         _check_result(f, r, Path(folder))
         out.append(r)
     return sorted(out, key=lambda r: r.get("start") or 0)
@@ -35,7 +35,7 @@ def read_results(folder: Path) -> list[dict]:
 
 def _check_result(f: Path, r, folder: Path) -> None:
     def bad(why: str) -> UsageError:
-        return UsageError(f"{f}: not an Allure result: {why}")
+        return UsageError(f"{shown(f)}: not an Allure result: {why}")
 
     if not isinstance(r, dict):
         raise bad(f"a JSON {type(r).__name__}, not an object")
@@ -69,6 +69,13 @@ def _check_result(f: Path, r, folder: Path) -> None:
         todo += [(s, f"{where}steps[{i}] ") for i, s in enumerate(steps)]
 
 
+def shown(path) -> str:
+    """A path as an error line shows it: as it is, or quoted with its escapes when it holds a
+    newline or another unprintable character (the line stays one line)."""
+    s = str(path)
+    return s if s.isprintable() else repr(s)
+
+
 def attachments(node: dict) -> Iterator[dict]:
     """A result's attachments, its own first, then its steps' (depth first)."""
     yield from node.get("attachments", [])
@@ -76,4 +83,4 @@ def attachments(node: dict) -> Iterator[dict]:
         yield from attachments(s)
 
 
-__all__ = ["attachments", "read_results"]
+__all__ = ["attachments", "read_results", "shown"]

@@ -514,3 +514,16 @@ def test_offline_a_deselected_scenario_is_not_evaluated_when_the_live_session_re
     (res / CATALOGUE).write_text('[{"ids": "x"}]')
     code, out, err = cli(["gate", str(g), str(res)], capsys)
     assert code == 2 and len(err) == 1 and CATALOGUE in err[0] and "not a scenario catalogue" in err[0]
+
+
+def test_a_name_with_a_newline_stays_one_line(tmp_path, capsys):
+    """An attachment source holding a newline (found by a wider fuzz of the results folder): the
+    error names it escaped, in one line, for the gate and summary alike."""
+    res = allure_folder(tmp_path, result={"name": "k", "status": "passed", "attachments": [
+        {"name": "run.jsonl", "source": "a\nb.jsonl"}, {"name": "measurements", "source": "m\n.json"}]})
+    g = tmp_path / "g.toml"
+    g.write_text('[[scenario]]\nmatch = "datanode_loss"\noutage_s = 5\n')
+    for argv, why in ((["gate", str(g), str(res)], "not a run record"),
+                      (["summary", str(res)], "the measurements attachment cannot be read")):
+        code, out, err = cli(argv, capsys)
+        assert code == 2 and len(err) == 1 and "\\n" in err[0] and why in err[0], err
