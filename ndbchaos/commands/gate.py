@@ -16,11 +16,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import UsageError, shown
 from ..gate import GATE_FAILED, evaluate, load, table
 from ..gate.results import load_baseline, load_runs, recorded_catalogue, skipped_scenarios
 from ..gate.spec import GateJudgedNothing
-from ..report.results import shown
 from . import HELP
 
 

@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 
 from ..checks.verdict import RunVerdict
-from ..errors import UsageError
-from ..report.results import attachments, read_results, shown
+from ..errors import UsageError, shown
+from ..report.results import attachments, read_results
 from . import HELP
 
 TIMES = ("fault applied", "detection", "shut down", "stopped serving", "recovery")

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..checks import UNKNOWN, RunVerdict, check_run
-from ..errors import UsageError
-from ..report.results import shown
+from ..errors import UsageError, shown
 from ..txn.check import holds
 from ..history import OK, History
 from .spec import OBJECTIVES, Gate, matches

@@ -8,11 +8,11 @@ import json
 import math
 from pathlib import Path
 
-from ..errors import UsageError
+from ..errors import UsageError, shown
 from ..history import History, HistoryFormatError
 from ..record import ScenarioId
 from ..report.allure import RUN_ATTACHMENTS
-from ..report.results import attachments, read_results, shown
+from ..report.results import attachments, read_results
 from .evaluate import Run, judge
 from .spec import Entry, Gate
 

@@ -26,8 +26,7 @@ from pathlib import Path
 
 import tomllib
 
-from ..errors import NdbChaosError, UsageError
-from ..report.results import shown
+from ..errors import NdbChaosError, UsageError, read_user_text, shown
 from ..txn.models import check_models
 
 PHASES = ("baseline", "fault", "recovery", "all")
@@ -125,14 +124,9 @@ class GateJudgedNothing(NdbChaosError):
 
 def load(path: str | Path) -> Gate:
     p = Path(path)
-    if not p.is_file():
-        raise GateFileError(f"gate file {shown(p)}: " + ("a folder, not a file" if p.is_dir() else "not found"))
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise GateFileError(f"gate file {shown(p)}: cannot read it ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise GateFileError(f"{shown(p)}: not a TOML file (not UTF-8 text at byte {e.start})") from None
+    if not p.exists():
+        raise GateFileError(f"gate file {shown(p)}: not found")
+    text = read_user_text(p, f"gate file {shown(p)}", "TOML", GateFileError)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

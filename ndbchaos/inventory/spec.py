@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import topology as TP
-from ..errors import InventoryError, UsageError  # noqa: F401  (InventoryError: its home is errors)
-from ..report.results import shown
+from ..errors import InventoryError, UsageError, read_user_text, shown  # noqa: F401  (InventoryError: its home is errors)
 
 #: URL schemes testinfra connects with (testinfra.get_host); ``ssh`` is the one this project tests
 SCHEMES = ("ssh", "paramiko", "ansible", "docker", "local")
@@ -106,14 +105,8 @@ class Inventory:
 def load(path: str | Path, environ: dict | None = None) -> Inventory:
     """Read and validate an inventory file (YAML; JSON is YAML too). InventoryError on any problem."""
     import yaml
-    p = Path(path)
     where = shown(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as e:
-        raise InventoryError(f"inventory {where}: cannot read it ({e.strerror or e})") from None
-    except UnicodeDecodeError as e:
-        raise InventoryError(f"inventory {where}: not a YAML file (not UTF-8 text at byte {e.start})") from None
+    text = read_user_text(path, f"inventory {where}", "YAML", InventoryError)
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
@@ -125,7 +118,7 @@ def load(path: str | Path, environ: dict | None = None) -> Inventory:
         raise InventoryError(f"inventory {where}: not an inventory: a value nested too deep") from None
     if _too_deep(doc):
         raise InventoryError(f"inventory {where}: not an inventory: a value nested deeper than {MAX_DEPTH} levels")
-    return parse(doc, p, environ if environ is not None else dict(os.environ))
+    return parse(doc, Path(path), environ if environ is not None else dict(os.environ))
 
 
 #: no inventory nests deeper than a few levels (nodes -> a node -> env -> a value); a deeper

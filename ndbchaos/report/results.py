@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import UsageError
+from ..errors import UsageError, shown
 
 
 def read_results(folder: Path) -> list[dict]:
@@ -67,13 +67,6 @@ def _check_result(f: Path, r, folder: Path) -> None:
         if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
             raise bad(f"{where}steps must be a list of objects")
         todo += [(s, f"{where}steps[{i}] ") for i, s in enumerate(steps)]
-
-
-def shown(path) -> str:
-    """A path as an error line shows it: as it is, or quoted with its escapes when it holds a
-    newline or another unprintable character (the line stays one line)."""
-    s = str(path)
-    return s if s.isprintable() else repr(s)
 
 
 def attachments(node: dict) -> Iterator[dict]:

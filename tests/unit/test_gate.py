@@ -472,7 +472,7 @@ def test_a_gate_file_that_is_not_utf8_is_one_line(tmp_path, capsys):
     g = tmp_path / "g.toml"
     g.write_bytes(b'[[scenario]]\nmatch = "\xff"\noutage_s = 1\n')
     code, out, err = cli(["gate", str(g), str(allure_folder(tmp_path))], capsys)
-    assert code == 2 and err == [f"ndbchaos gate: {g}: not a TOML file (not UTF-8 text at byte 22)"]
+    assert code == 2 and err == [f"ndbchaos gate: gate file {g}: not a TOML file (not UTF-8 text at byte 22)"]
 
 
 def test_a_folder_as_gate_file_or_live_gate_out_is_one_line(tmp_path):
