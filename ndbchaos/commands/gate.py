@@ -70,6 +70,9 @@ def run(args) -> int:
             raise UsageError(f"--json-out {shown(out)}: cannot write it ({e.strerror or e})") from None
     if result["result"] == "fail":
         return GATE_FAILED
+    if result["result"] == "not evaluated" and not gate.states_objectives:
+        raise GateJudgedNothing(f"{shown(gate.path)}: the gate states no objective (in [defaults] or a [[scenario]]): "
+                                "it judged only the runs' safety, and that held")
     if result["result"] == "not evaluated":
         raise GateJudgedNothing(f"{shown(gate.path)}: no objective of the gate could be evaluated on any scenario of "
                                 f"{shown(args.results)} ({len(runs)} run(s); every row NOT EVALUATED)")

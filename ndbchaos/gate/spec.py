@@ -83,6 +83,14 @@ class Gate:
     entries: list[Entry]
     baseline: str | None = None
 
+    @property
+    def states_objectives(self) -> bool:
+        """Whether the file states any objective. One that states none still judges every run's
+        safety (no acknowledged write lost, no invariant broken: not the file's to relax), so a lost
+        write fails it; a run that is safe leaves it judging nothing (``NOTHING_JUDGED``)."""
+        return bool(self.defaults.objectives or self.defaults.regression_pct
+                    or any(e.objectives or e.regression_pct for e in self.entries))
+
     def for_scenario(self, ids: list[str], markers: list[str]) -> tuple[dict, dict, dict]:
         """(objectives, severity per objective, regression_pct) of one scenario: the defaults,
         then every matching entry in file order (a later entry overrides an earlier one)."""
@@ -149,13 +157,8 @@ def load(path: str | Path) -> Gate:
     entries = data.get("scenario", [])
     if not isinstance(entries, list) or not all(isinstance(x, dict) for x in entries):
         raise where.error(None, "scenario", "must be an array of tables ([[scenario]])")
-    gate = Gate(str(p), _entry(defaults, where, None), [_entry(x, where, i) for i, x in enumerate(entries)],
+    return Gate(str(p), _entry(defaults, where, None), [_entry(x, where, i) for i, x in enumerate(entries)],
                 baseline)
-    if not gate.defaults.objectives and not gate.defaults.regression_pct and not any(
-            e.objectives or e.regression_pct for e in gate.entries):
-        raise GateJudgedNothing(f"{shown(p)}: the gate states no objective (in [defaults] or a [[scenario]]): "
-                                "it would judge nothing")
-    return gate
 
 
 def _entry(d: dict, where: "_Locator", index: int | None) -> Entry:
