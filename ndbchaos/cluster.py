@@ -275,8 +275,7 @@ def _remove(c) -> str | None:
             if "No such container" in str(e):
                 return None
             why = runtime.one_line(e)
-        pid = int(((c.attrs.get("State") or {}).get("Pid")) or 0)
-        held = holds.stuck(pid)
+        held = holds.stuck(holds.pid_of(c))
         if held:
             why = held
         if attempt < REMOVE_ATTEMPTS - 1:

@@ -70,6 +70,11 @@ def release_layers(project: str, remount: bool = False) -> tuple[list[str], list
     return done, problems
 
 
+def pid_of(c) -> int:
+    """The host pid of a container's main process as Docker last reported it (0: none)."""
+    return int(((c.attrs.get("State") or {}).get("Pid")) or 0)
+
+
 def thaw(c) -> str:
     """Unpause a container: through Docker, else by its freezer cgroup. One line of what was done."""
     name = (c.labels or {}).get(TP.NODE) or c.name
@@ -78,8 +83,7 @@ def thaw(c) -> str:
         return f"thawed {name}"
     except Exception as e:
         why = runtime.one_line(e)
-    pid = int(((c.attrs.get("State") or {}).get("Pid")) or 0)
-    f = freezer_file(pid)
+    f = freezer_file(pid_of(c))
     if f is None:
         raise NdbChaosError(f"could not thaw {name}: Docker refused ({why}) and its freezer cgroup was not found")
     try:

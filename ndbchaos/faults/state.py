@@ -103,7 +103,7 @@ def traces(project: str) -> tuple[list[dict], list[str]]:
                 found.append({"kind": "disconnect", "node": name, "detail": "no endpoint on the project network"})
             if role != TP.PROXY:
                 running.append(name)
-            why = holds.stuck(int(((c.attrs.get("State") or {}).get("Pid")) or 0))
+            why = holds.stuck(holds.pid_of(c))
             if why and c.status == "running":
                 found.append({"kind": "stuck", "node": name, "detail": why})
     found += storage.active(project)
@@ -222,7 +222,7 @@ def heal(cluster) -> list[str]:
         c = cluster.container(n)
         if runtime.container_state(c) != "running":
             continue
-        why = holds.stuck(int(((c.attrs.get("State") or {}).get("Pid")) or 0))
+        why = holds.stuck(holds.pid_of(c))
         if why:
             done.append(f"did not look for chains in {n.name}: {why}")
         else:
