@@ -64,6 +64,10 @@ def run_txn(args) -> int:
         if verdict.not_:
             print(f"  not {', '.join(verdict.not_)}" + (f"; also not {', '.join(verdict.also_not)}"
                                                        if verdict.also_not else ""), file=sys.stderr)
+        for level in (verdict.weak or {}).get("levels", ()):
+            held = {True: "held", False: "NOT held"}.get(level["valid"], "unknown")
+            why = f" ({', '.join(level['anomalies'])})" if level.get("anomalies") and level["valid"] is False else ""
+            print(f"  {level['model']}: {held}{why}: {level['definition']}", file=sys.stderr)
     return 0 if verdict.valid is True else 1
 
 

@@ -21,6 +21,7 @@ class Step:
     value: Any = None  # the version a wrote / read / ... (see ``text``)
     value2: Any = None  # the version b wrote, where there is one
     text: str = ""  # why, in words, with T-names filled in by ``Anomaly.explain``
+    via: int | None = None  # a third transaction the reason names ({c}: the reader an axiom is about)
 
     def to_json(self, names: dict[int, str]) -> dict:
         d: dict = {"type": self.rel, "from": names.get(self.a, self.a), "to": names.get(self.b, self.b)}
@@ -30,13 +31,15 @@ class Step:
             d["value"] = _plain(self.value)
         if self.value2 is not None:
             d["value'"] = _plain(self.value2)
+        if self.via is not None:
+            d["via"] = names.get(self.via, self.via)
         return d
 
 
 @dataclass
 class Anomaly:
     type: str
-    txns: list[int]  # the transactions involved (a cycle's, in cycle order)
+    txns: list[int]  # the transactions involved (a cycle's, in cycle order, then any its steps name)
     steps: list[Step] = field(default_factory=list)  # a cycle's edges, the last closes it
     key: Any = None
     values: list | None = None
@@ -55,7 +58,7 @@ class Anomaly:
             lines.append("Then:")
             for i, s in enumerate(self.steps):
                 last = i == len(self.steps) - 1 and len(self.steps) > 1
-                text = s.text.format(a=names.get(s.a, "?"), b=names.get(s.b, "?"))
+                text = s.text.format(a=names.get(s.a, "?"), b=names.get(s.b, "?"), c=names.get(s.via, "?"))
                 lead = "However, " if last else ""
                 tail = ": a contradiction!" if last else "."
                 lines.append(f"  - {lead}{names.get(s.a)} < {names.get(s.b)}, because {text}{tail}")

@@ -24,7 +24,8 @@ from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTim
 from ..history.interchange import without_gc
 from .history import NO_TIME, TxnHistory
 from .list_append import analyze as analyze_list_append
-from .models import UNKNOWN_ANOMALIES, boundary, check_anomalies, check_models, implied_anomalies
+from . import weak
+from .models import UNKNOWN_ANOMALIES, boundary, canonical, check_anomalies, check_models, implied_anomalies
 from .models import prohibited as prohibited_by
 from .rw_register import analyze as analyze_rw_register
 
@@ -73,6 +74,9 @@ class TxnVerdict:
     graph: dict
     seconds: float
     history: TxnHistory = field(repr=False)
+    #: read committed (Adya's and Biswas & Enea's), read atomic and causal consistency decided
+    #: exactly, when the models asked for name them (``weak_section``); None otherwise
+    weak: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -87,6 +91,7 @@ class TxnVerdict:
             "txns": self.txns,
             "graph": self.graph,
             "seconds": round(self.seconds, 3),
+            **({"weak": self.weak} if self.weak is not None else {}),
         }
 
     def summary(self) -> str:
@@ -147,6 +152,20 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
                 # every cycle is counted; the first few are explained
                 cases.append(_cycle_anomaly(cyc, analysis, h) if len(cases) < opts.max_cases or isinstance(cyc, str)
                              else Anomaly(kind, [n for n, _ in cyc]))
+    weak_json = None
+    levels = weak.levels_asked({canonical(m) for m in opts.consistency_models})
+    if levels and analysis.stopped is None:
+        # the weak levels, decided completely: their findings join the inference's, except those
+        # a finding of the inference already implies (a G1c found makes a G1c-process redundant)
+        adya = {k for k in found if k not in UNKNOWN_ANOMALIES}
+        wr = weak.check(h, opts.model, levels, opts.max_cases)
+        already = implied_anomalies(found)
+        for kind, cases in wr.anomalies.items():
+            if kind not in already:
+                found[kind] = cases
+        prohibited = prohibited | weak.FORBIDDEN[levels[-1]]
+        reportable |= weak.FORBIDDEN[levels[-1]]
+        weak_json = weak_section(wr, opts.consistency_models, adya)
     counts = {k: len(v) for k, v in sorted(found.items(), key=lambda kv: _severity(kv[0]))}
     cases = {k: found[k][:opts.max_cases] for k in counts}
     shown = {k: v for k, v in cases.items() if k in reportable}
@@ -155,7 +174,21 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
     not_, also_not = boundary(k for k in found if k not in UNKNOWN_ANOMALIES)
     # anomaly types sorted by name, as Elle sorts them; their cases most severe first
     return TxnVerdict(valid, opts, sorted(shown), {k: shown[k] for k in sorted(shown, key=_severity)},
-                      counts, cases, not_, also_not, h.counts(), graph_info, time.monotonic() - t0, h)
+                      counts, cases, not_, also_not, h.counts(), graph_info, time.monotonic() - t0, h, weak_json)
+
+
+def weak_section(wr: "weak.WeakResult", models, adya_found) -> dict:
+    """The weak levels in the verdict: each one decided, with its definition and what broke it;
+    read committed as Adya's PL-2 (from the inference's findings) beside Biswas & Enea's."""
+    levels = []
+    if "PL-2" in {canonical(m) for m in models}:
+        levels.append({"model": "read-committed", "definition": "Adya's PL-2: no G0, G1a, G1b or G1c "
+                       "(Elle-class inference)", "valid": holds(adya_found, ["read-committed"])})
+    for lv, ok in wr.valid.items():
+        levels.append({"model": weak.MODEL[lv], "definition": weak.DEFINITION[lv], "valid": ok,
+                       "anomalies": sorted(k for k in wr.anomalies if k in weak.FORBIDDEN[lv])})
+    return {"levels": levels, "found": {k: len(v) for k, v in wr.anomalies.items()}, "stats": wr.stats,
+            "seconds": round(wr.seconds, 3)}
 
 
 def holds(found, consistency_models, anomalies=()) -> bool | str:
