@@ -153,7 +153,8 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
                 cases.append(_cycle_anomaly(cyc, analysis, h) if len(cases) < opts.max_cases or isinstance(cyc, str)
                              else Anomaly(kind, [n for n, _ in cyc]))
     weak_json = None
-    levels = weak.levels_asked({canonical(m) for m in opts.consistency_models})
+    asked = {canonical(m) for m in opts.consistency_models}
+    levels = weak.levels_asked(asked, opts.anomalies)
     if levels and analysis.stopped is None:
         # the weak levels, decided completely: their findings join the inference's, except those
         # a finding of the inference already implies (a G1c found makes a G1c-process redundant)
@@ -163,8 +164,8 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
         for kind, cases in wr.anomalies.items():
             if kind not in already:
                 found[kind] = cases
-        prohibited = prohibited | weak.FORBIDDEN[levels[-1]]
-        reportable |= weak.FORBIDDEN[levels[-1]]
+        prohibited = prohibited | weak.forbidden(asked)
+        reportable |= weak.forbidden(asked)
         weak_json = weak_section(wr, opts.consistency_models, adya)
     counts = {k: len(v) for k, v in sorted(found.items(), key=lambda kv: _severity(kv[0]))}
     cases = {k: found[k][:opts.max_cases] for k in counts}

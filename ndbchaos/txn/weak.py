@@ -133,14 +133,26 @@ class WeakResult:
                 "stats": self.stats, "seconds": round(self.seconds, 3)}
 
 
-def levels_asked(models) -> tuple[str, ...]:
-    """The levels to decide for these requested models (canonical names): up to the strongest
-    one asked, weaker ones included (a stronger level's check holds the weaker's edges)."""
-    asked = {ASKED[m] for m in models if m in ASKED}
+#: the level whose check finds each anomaly only this module reports (``--anomalies``)
+FOUND_AT = {NON_MONOTONIC: "RC", NOT_OWN: "RC", NOT_LAST: "RC", FRACTURED: "RA", NON_REPEATABLE: "RA",
+            CAUSALITY: "CC"}
+
+
+def levels_asked(models, anomalies=()) -> tuple[str, ...]:
+    """The levels to decide for these requested models (canonical names) and anomalies: up to
+    the strongest one asked, weaker ones included (a stronger level's check holds the weaker's
+    edges)."""
+    asked = {ASKED[m] for m in models if m in ASKED} | {FOUND_AT[a] for a in anomalies if a in FOUND_AT}
     if not asked:
         return ()
     top = max(LEVELS.index(lv) for lv in asked)
     return LEVELS[:top + 1]
+
+
+def forbidden(models) -> frozenset[str]:
+    """What this module reports that the requested models (canonical names) forbid."""
+    asked = [LEVELS.index(ASKED[m]) for m in models if m in ASKED]
+    return FORBIDDEN[LEVELS[max(asked)]] if asked else frozenset()
 
 
 def check(h: TxnHistory, model: str = "rw-register", levels=LEVELS, max_cases: int = 8) -> WeakResult:
@@ -668,9 +680,12 @@ class _Saturation:
         base_src, base_dst, _ = self.base
         m = len(self.f_src)
         kindset = set(kinds)
+        counts: dict[str, int] = {}  # cases of each name so far
         for t2, kind, t3, k, bk in self.init_hits:  # INIT comes first in every commit order
             if kind in kindset:
-                out.append(self._init_case(t2, kind, t3, k, bk, sum(a.type == KIND_NAME[kind] for a in out)))
+                shown = counts.get(KIND_NAME[kind], 0)
+                counts[KIND_NAME[kind]] = shown + 1
+                out.append(self._init_case(t2, kind, t3, k, bk, shown))
         if not any(self.f_info[i][0] in kindset for i in range(upto, m)):
             return out
         src = np.array(base_src + self.f_src, dtype=np.int64)
@@ -684,7 +699,6 @@ class _Saturation:
         fd = dst[len(base_src):]
         inside = np.flatnonzero((labels[fs] == labels[fd]) & nontrivial[labels[fs]])
         adj = None
-        counts: dict[str, int] = {}
         for i in inside.tolist():
             kind = self.f_info[i][0]
             if kind not in kindset:
@@ -841,4 +855,5 @@ def _bfs(adj: dict[int, list[tuple[int, int]]], start: int, goal: int) -> list[i
     return []
 
 
-__all__ = ["ASKED", "DEFINITION", "FORBIDDEN", "LEVELS", "MODEL", "WeakResult", "check", "levels_asked"]
+__all__ = ["ASKED", "DEFINITION", "FORBIDDEN", "FOUND_AT", "LEVELS", "MODEL", "WeakResult", "check", "forbidden",
+           "levels_asked"]

@@ -217,6 +217,16 @@ def test_check_decides_the_weak_levels_it_is_asked_for_and_names_them():
     assert "weak" not in run(chain, ["serializable"]).to_json()
 
 
+def test_the_weak_anomalies_can_be_asked_for_by_name():
+    chain = [T("wx1", 0), T("rx1wy1", 1), T("ry1rx", 2)]
+    v = check(history(*chain), CheckOptions(model="rw-register", consistency_models=(),
+                                            anomalies=("causality-violation",)))
+    assert v.valid is False and v.anomaly_types == ["causality-violation"]
+    v = check(history(*chain), CheckOptions(model="rw-register", consistency_models=(), anomalies=("fractured-read",)))
+    assert v.valid is True  # decided up to read atomic, where the chain is allowed
+    assert [x["model"] for x in v.to_json()["weak"]["levels"]] == ["read-committed-biswas-enea", "read-atomic"]
+
+
 def test_a_future_read_of_a_register_is_invalid_not_unknown():
     v = run([T("rx1wx1", 0)], ["read-committed"])
     assert v.valid is False and "future-read" in v.anomaly_types
