@@ -629,13 +629,22 @@ class _Saturation:
             if ext:
                 bounds = row.tolist()
                 bounds[c] = own
-                past = np.flatnonzero(row).tolist()  # the chains of t3's past
+                past = None  # the chains of t3's past (for reads of initial values)
                 direct = {w for _p, _k, w, _v, _i in ext}
                 proc = txns[t3].process
                 for _pos, k, t1, _v, _imp in ext:
-                    r1 = rows[t1] if t1 != INIT else None
                     chains = chains_of_key.get(k, ())
-                    for ch in (chains if len(chains) <= len(past) else past):
+                    if t1 == INIT:
+                        r1 = None
+                        if past is None:
+                            past = np.flatnonzero(row).tolist()
+                        cands = chains if len(chains) <= len(past) else past
+                    else:  # only chains of which t3's past holds more than t1's can add an edge
+                        r1 = rows[t1]
+                        cands = np.flatnonzero(row[:len(r1)] > r1).tolist()
+                        if len(row) > len(r1):
+                            cands += (np.flatnonzero(row[len(r1):]) + len(r1)).tolist()
+                    for ch in cands:
                         bound = bounds[ch] if ch < len(bounds) else 0
                         wl = writers.get((ch, k))
                         if not bound or wl is None:
