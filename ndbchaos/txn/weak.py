@@ -55,9 +55,10 @@ Anomalies, with the transactions involved and, for a cycle, each step's reason:
 Cost: building so, wr and the RC and RA edges is linear in the history (times the reads of a
 transaction for RC and RA). CC needs each transaction's causal past: a vector clock over a
 decomposition of so | wr into chains (a process's transactions, a new process continuing a
-finished one's chain when that one is in its causal past), and per read of x the last writer of
-x in each chain of the past: O(reads x chains writing x). Then one strongly connected
-components pass per level (C, scipy).
+finished one's chain when that one is in its causal past); per read of x from t1, the last
+writer of x in each chain where the reader's past reaches further than t1's: O(reads x chains)
+at worst, which is O(n^2) when nearly every transaction starts a chain of its own. Then one
+strongly connected components pass per level (C, scipy). docs/transactions.md has the figures.
 """
 
 from __future__ import annotations
@@ -204,6 +205,11 @@ class _History:
         for t in self.txns:
             for pos, (f, k, v) in enumerate(t.mops):
                 if f == wop:
+                    if v is None and not self.lists and t.type != FAIL:
+                        self.stopped = Anomaly("duplicate-writes", [t.id], key=k, values=[v],
+                                               why=f"{{a}} wrote nil to key {esc(k)}, the initial value: a read "
+                                                   "of nil could be of either")
+                        return
                     last[(t.id, k)] = v
                     wk = writer.get(k)
                     if wk is None:

@@ -187,6 +187,9 @@ def test_list_histories_the_definitions_allow(what, ops):
 def test_duplicate_values_and_foreign_micro_ops_leave_the_levels_unknown():
     r = judge(T("wx1", 0), T("wx1", 1), T("rx1", 2))
     assert set(r.valid.values()) == {"unknown"} and "duplicate-writes" in r.anomalies
+    nil = {"process": 0, "type": "ok", "value": [["w", "x", None]]}
+    r = judge(nil, T("rx", 1))  # a read of nil: the initial value or that write?
+    assert set(r.valid.values()) == {"unknown"} and "duplicate-writes" in r.anomalies
     r = judge(T("wx1", 0), model="list-append")
     assert set(r.valid.values()) == {"unknown"} and "unexpected-txn-micro-op-types" in r.anomalies
 
@@ -251,3 +254,9 @@ def test_cli_prints_each_weak_level(tmp_path, capsys):
     assert "read-atomic: NOT held (fractured-read)" in out.err
     assert "read-committed-biswas-enea: held" in out.err
     assert main(["check", "--model", "rw-register", "-q", "--consistency-models", "read-committed", str(p)]) == 0
+    # explained and drawn like every other anomaly
+    d = tmp_path / "out"
+    assert main(["check", "--model", "rw-register", "-q", "--consistency-models", "read-atomic",
+                 "--directory", str(d), str(p)]) == 1
+    assert "read atomic puts T1's write" in (d / "fractured-read.txt").read_text()
+    assert (d / "fractured-read-0.svg").read_text().count("marker-end=") == 2  # its two steps
