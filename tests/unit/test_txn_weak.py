@@ -124,6 +124,16 @@ def test_histories_the_definitions_allow_are_accepted(what, ops, violates):
     assert failing(r) == set(violates), (what, r.valid, list(r.anomalies))
 
 
+@pytest.mark.parametrize("ops,violates", [
+    # (the examples dbcop, Biswas & Enea's own checker, tests its levels with)
+    ([T("wx2wy1", 0), T("wx3ry1", 1), T("rx3rx2", 2)], ALL),  # read committed's cycle
+    ([T("wx1wy1", 0), T("ry1wx2wz1", 1), T("rx1rz1", 2)], ("RA", "CC")),  # read committed, not atomic
+    ([T("wx1", 0), T("wx2", 0), T("rx2", 1), T("rx1", 1)], ("CC",)),  # stale across transactions
+])
+def test_the_examples_of_an_independent_checker(ops, violates):
+    assert failing(judge(*ops)) == set(violates)
+
+
 def test_an_info_transaction_read_from_is_in_its_process_order():
     # T1 committed (T3 read it), so T2 followed it in process 0 and missed its write of x
     r = judge(T("wx1wy1", 0, "info"), T("rx", 0), T("ry1", 1))
