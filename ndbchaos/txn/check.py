@@ -24,7 +24,12 @@ from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTim
 from ..history.interchange import without_gc
 from .history import NO_TIME, TxnHistory
 from .list_append import analyze as analyze_list_append
-from . import weak
+from .weak import DEFINITION as WEAK_DEFINITION
+from .weak import FORBIDDEN as WEAK_FORBIDDEN
+from .weak import MODEL as WEAK_MODEL
+from .weak import WeakResult, levels_asked
+from .weak import check as check_weak
+from .weak import forbidden as weak_forbidden
 from .models import UNKNOWN_ANOMALIES, boundary, canonical, check_anomalies, check_models, implied_anomalies
 from .models import prohibited as prohibited_by
 from .rw_register import analyze as analyze_rw_register
@@ -154,18 +159,18 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
                              else Anomaly(kind, [n for n, _ in cyc]))
     weak_json = None
     asked = {canonical(m) for m in opts.consistency_models}
-    levels = weak.levels_asked(asked, opts.anomalies)
+    levels = levels_asked(asked, opts.anomalies)
     if levels and analysis.stopped is None:
         # the weak levels, decided completely: their findings join the inference's, except those
         # a finding of the inference already implies (a G1c found makes a G1c-process redundant)
         adya = {k for k in found if k not in UNKNOWN_ANOMALIES}
-        wr = weak.check(h, opts.model, levels, opts.max_cases)
+        wr = check_weak(h, opts.model, levels, opts.max_cases)
         already = implied_anomalies(found)
         for kind, cases in wr.anomalies.items():
             if kind not in already:
                 found[kind] = cases
-        prohibited = prohibited | weak.forbidden(asked)
-        reportable |= weak.forbidden(asked)
+        prohibited = prohibited | weak_forbidden(asked)
+        reportable |= weak_forbidden(asked)
         weak_json = weak_section(wr, opts.consistency_models, adya)
     counts = {k: len(v) for k, v in sorted(found.items(), key=lambda kv: _severity(kv[0]))}
     cases = {k: found[k][:opts.max_cases] for k in counts}
@@ -178,7 +183,7 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
                       counts, cases, not_, also_not, h.counts(), graph_info, time.monotonic() - t0, h, weak_json)
 
 
-def weak_section(wr: "weak.WeakResult", models, adya_found) -> dict:
+def weak_section(wr: WeakResult, models, adya_found) -> dict:
     """The weak levels in the verdict: each one decided, with its definition and what broke it;
     read committed as Adya's PL-2 (from the inference's findings) beside Biswas & Enea's."""
     levels = []
@@ -186,8 +191,8 @@ def weak_section(wr: "weak.WeakResult", models, adya_found) -> dict:
         levels.append({"model": "read-committed", "definition": "Adya's PL-2: no G0, G1a, G1b or G1c "
                        "(Elle-class inference)", "valid": holds(adya_found, ["read-committed"])})
     for lv, ok in wr.valid.items():
-        levels.append({"model": weak.MODEL[lv], "definition": weak.DEFINITION[lv], "valid": ok,
-                       "anomalies": sorted(k for k in wr.anomalies if k in weak.FORBIDDEN[lv])})
+        levels.append({"model": WEAK_MODEL[lv], "definition": WEAK_DEFINITION[lv], "valid": ok,
+                       "anomalies": sorted(k for k in wr.anomalies if k in WEAK_FORBIDDEN[lv])})
     return {"levels": levels, "found": {k: len(v) for k, v in wr.anomalies.items()}, "stats": wr.stats,
             "seconds": round(wr.seconds, 3)}
 
