@@ -28,6 +28,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "node_loss"),
     Family("operations", "an operator's procedure under load (online add node group, backup and restore, "
            "online schema change), with a fault during a step", "node_loss"),
+    Family("error_insert", "NDB's own failure points: a data node crashed or hung by an error-insert code "
+           "(needs a build with error insertion)", "node_loss"),
 )}
 
 #: markers that are not families

@@ -21,7 +21,7 @@ from .helpers import (every_data_node, every_mgm_node, lose_one_sql_node, master
 
 #: the modules of the catalogue, in the order of the README's table
 MODULES = ("test_datanode_loss", "test_nodegroup_loss", "test_mgmnode_loss", "test_sqlnode_loss", "test_partition",
-           "test_client_path", "test_storage", "test_operations", "test_txn", "test_soak")
+           "test_client_path", "test_storage", "test_operations", "test_error_insert", "test_txn", "test_soak")
 
 
 def declarations() -> list[tuple[str, object]]:

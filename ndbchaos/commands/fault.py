@@ -22,6 +22,7 @@ import sys
 from .. import holds
 from ..errors import NdbChaosError, UsageError
 from ..faults import disk as DK
+from ..faults import errorinsert as EI
 from ..faults import netem as NE
 from ..faults import network as N
 from ..faults import node as ND
@@ -125,6 +126,23 @@ def register(sub) -> None:
     k = add("disk-full", "fill a data node's own disk (--data-disk), leaving --free-mb")
     k.add_argument("target", help=tgt_help)
     k.add_argument("--free-mb", type=int, default=0)
+    k = add("error-insert", "NDB's own failure point: ndb_mgm '<id> ERROR CODE' on a data node, verified from its "
+                            "log (needs data nodes built with error insertion)")
+    k.add_argument("code", help="the error-insert code, e.g. 9999 (crash at once), 7003 (the master, in a global "
+                                "checkpoint's save), 5048 (an update's commit)")
+    k.add_argument("--node", required=True, help=tgt_help)
+    k.add_argument("--extra", type=int, default=None, help="the code's extra value (e.g. a table id for 5048)")
+    k.add_argument("--also", action="append", default=[], metavar="CODE[:EXTRA]",
+                   help="another code armed first on the same node (repeatable), e.g. --also 8057")
+    k.add_argument("--effect", choices=EI.EFFECTS, default=None,
+                   help="what the code does (default: the catalogue's word for a known code, else crash): a "
+                        "crash is verified by the node's error log, a stall or fail by its NDB_TAMPER line")
+    how = k.add_mutually_exclusive_group()
+    how.add_argument("--in-restart", action="store_true",
+                     help="hold the node in 'not started' (RESTART -n -a), insert, START: it fires in the restart")
+    how.add_argument("--during-backup", action="store_true", help="insert, then START BACKUP: it fires in the backup")
+    how.add_argument("--trigger", choices=("lcp",), default=None, help="lcp: start a local checkpoint (DUMP 7099)")
+    k.add_argument("--fire-timeout", type=float, default=None, help="seconds a crash code may take to fire (60)")
     add("heal", "remove every fault of the project and restart nodes that are down")
     p.set_defaults(func=run, _parser=p)
 
@@ -170,6 +188,8 @@ def _build(args, cluster):
         return ST.FailingIO(cluster, t, call=args.call, errno=args.errno, p=args.p, seed=args.seed)
     if k == "disk-full":
         return DK.DiskFull(cluster, t, free_mb=args.free_mb)
+    if k == "error-insert":
+        return _error_insert(args, cluster)
     stream = "upstream" if getattr(args, "upstream", False) else "downstream"
     if k == "latency":
         return TX.Latency(cluster, t, latency_ms=args.ms, jitter_ms=args.jitter_ms, stream=stream)
@@ -184,6 +204,19 @@ def _build(args, cluster):
     if k == "proxy-down":
         return TX.ProxyDown(cluster, t)
     raise AssertionError(k)  # pragma: no cover
+
+
+def _error_insert(args, cluster):
+    also = []
+    for a in args.also:
+        code, _, extra = a.partition(":")
+        also.append((code, extra or None))
+    kw = {"extra": args.extra, "also": also, "effect": args.effect, "fire_timeout": args.fire_timeout}
+    if args.in_restart:
+        return EI.ErrorInsertInRestart(cluster, args.node, args.code, **kw)
+    if args.during_backup:
+        return EI.ErrorInsertDuringBackup(cluster, args.node, args.code, **kw)
+    return EI.ErrorInsert(cluster, args.node, args.code, trigger=args.trigger, **kw)
 
 
 def _heal(project: str) -> int:

@@ -66,6 +66,27 @@ def restart_command(nodeids, initial: bool = False, nostart: bool = False, abort
     return f"{who} RESTART{flags(initial, nostart, abort, force)}"
 
 
+def left_started(cluster, targets, timeout: float, poll: float = 0.1) -> dict[str, float]:
+    """Poll the management server until every target is out of ``started`` (or its container
+    is gone), at most ``timeout`` s; {node: run clock when first seen out} for those that left."""
+    engine, clock = cluster.engine, cluster.clock
+    left: dict[str, float] = {}
+
+    def all_left():
+        rep, _ = engine.mgm_report(cluster)
+        for t in targets:
+            if t.name in left:
+                continue
+            m = rep.node(t.nodeid) if rep is not None else None
+            gone = runtime.container_state(cluster.container(t)) != "running"
+            if gone or (m is not None and not m.started):
+                left[t.name] = round(clock.now(), 3)
+        return len(left) == len(targets)
+
+    wait_until(all_left, timeout, poll=poll)
+    return left
+
+
 class _MgmFault(Fault):
     """Shared: send a command, then watch the targets leave ``started``."""
 
@@ -83,22 +104,9 @@ class _MgmFault(Fault):
     def _left(self) -> dict[str, float]:
         """Poll the management server until every target is out of ``started`` (or its
         container is gone); {node: run clock when first seen out}."""
-        engine, clock = self.cluster.engine, self.cluster.clock
-        left: dict[str, float] = {}
-
-        def all_left():
-            rep, _ = engine.mgm_report(self.cluster)
-            for t in self.targets:
-                if t.name in left:
-                    continue
-                m = rep.node(t.nodeid) if rep is not None else None
-                gone = runtime.container_state(self.cluster.container(t)) != "running"
-                if gone or (m is not None and not m.started):
-                    left[t.name] = round(clock.now(), 3)
-            return len(left) == len(self.targets)
-
-        if not wait_until(all_left, self.leave_timeout, poll=0.1):
-            stay = [t.name for t in self.targets if t.name not in left]
+        left = left_started(self.cluster, self.targets, self.leave_timeout, poll=0.1)
+        stay = [t.name for t in self.targets if t.name not in left]
+        if stay:
             raise FaultNotEffective(f"{', '.join(stay)} still started {self.leave_timeout:.0f}s after "
                                     f"ndb_mgm '{self.window.params.get('command')}'")
         return left
@@ -340,4 +348,4 @@ class KillDuringBackup(Kill):
 
 
 __all__ = ["KillDuringBackup", "MgmRestart", "MgmStop", "RollingRestart", "SystemRestart", "flags",
-           "restart_command"]
+           "left_started", "restart_command"]

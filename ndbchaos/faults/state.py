@@ -15,6 +15,7 @@ toxics / down      the toxiproxy API: toxics named ``ndbchaos-*``, proxies ``ena
 helpers            containers with ``ndbchaos.role=helper`` (a run that died mid-fault)
 storage            the faultfs layers' own status (their control sockets) and ballast files
 stuck              a running node with a thread in uninterruptible sleep (``holds.stuck``)
+error_insert       a data node whose current process logged NDB_TAMPER with a code not cleared since
 =================  =========================================================================
 
 ``heal`` releases what holds a node first (``ndbchaos.holds``: faultfs layers, frozen
@@ -148,7 +149,18 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
                     found.append({"kind": "netem", "node": name, "detail": line.strip()})
     found += _toxiproxy_state(cluster)
     found += storage_found
+    found += [{"kind": "error_insert", "node": n, "detail": ", ".join(f"{b} {c}" for b, c in sorted(codes.items()))}
+              for n, codes in _armed(cluster).items()]
     return found
+
+
+def _armed(cluster) -> dict[str, dict[str, int]]:
+    """Error-insert codes still armed in running data nodes (an engine that has them)."""
+    read = getattr(cluster.engine, "armed_error_inserts", None)
+    try:
+        return read(cluster) if read is not None else {}
+    except Exception:  # a status read: what cannot be read is not a fault found
+        return {}
 
 
 def _remove_helpers(project: str, done: list[str], say: bool = False) -> None:
@@ -269,7 +281,15 @@ def heal(cluster) -> list[str]:
         done += storage.clear(cluster.project)
     except NdbChaosError as e:
         done.append(f"failed: clearing the storage faults: {e}")
-    # 7. nodes that are down come back by the engine's node recovery
+    # 7. error-insert codes left armed (``ndbchaos fault error-insert`` of a stall, or a code whose
+    #    event never came): ERROR 0 clears every block of the node
+    for name, codes in _armed(cluster).items():
+        node = cluster.topology.node(name)
+        code, out, _ = cluster.engine.mgm(cluster, f"{node.nodeid} ERROR 0", timeout=20)
+        what = ", ".join(f"{b} {c}" for b, c in sorted(codes.items()))
+        done.append(f"cleared error insert {what} on {name}" if code == 0
+                    else f"failed: clearing error insert {what} on {name}: ndb_mgm exit {code}")
+    # 8. nodes that are down come back by the engine's node recovery
     down = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) in DOWN_STATES]
     if down:
         cluster.engine.recover_nodes(cluster, down)

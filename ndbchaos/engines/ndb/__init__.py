@@ -29,13 +29,14 @@ from ... import topology as TP
 from ..base import Engine, Expectation, TxnModels
 from . import expectations, rules
 from .config import NdbConfig
+from .errorinsert import ErrorInsertMixin
 from .layout import LayoutMixin
 from .lifecycle import LifecycleMixin
 from .procedures import NdbProcedures
 from .status import StatusMixin
 
 
-class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, Engine):
+class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, ErrorInsertMixin, Engine):
     name = "ndb"
     table_engine = "NDBCLUSTER"
     sql_roles = (TP.SQL,)
