@@ -21,6 +21,7 @@ import pytest
 
 from ndbchaos.catalogue import masters, one_data_node, one_per_nodegroup, params, replicated
 from ndbchaos.driver import Scenario, seeded
+from ndbchaos.errors import NdbChaosError
 from ndbchaos.faults.errorinsert import ErrorInsert, ErrorInsertDuringBackup, ErrorInsertInRestart
 
 NDB_ONLY = "error inserts are NDB's own (ndb_mgm ERROR); Galera has none"
@@ -38,10 +39,19 @@ def obeys_error_inserts(cluster) -> str | None:
     return probe(cluster) if probe is not None else NDB_ONLY
 
 
+def backup_master(cluster, rng=None) -> list:
+    """The backup's coordinator: the master data node as the management server marks it (SHOW's
+    ``*``) when the fault is built, the node START BACKUP is coordinated by."""
+    master = cluster.engine.master_node(cluster)
+    if master is None:
+        raise NdbChaosError("the management server marks no data node as master (ndb_mgm SHOW has no '*')")
+    return [master]
+
+
 def non_master(cluster, rng) -> list:
     """A data node that is not the master (drawn with the run's generator)."""
-    order = masters(cluster, len(cluster.topology.data_nodes))
-    return [seeded(rng, order[1:])]
+    master = backup_master(cluster)[0]
+    return [seeded(rng, [n for n in cluster.topology.data_nodes if n.name != master.name])]
 
 
 def _ei(name, title, fault, **kw) -> Scenario:
@@ -93,7 +103,7 @@ SCENARIOS = [
     # testBackup NFMaster: 10004 on the master (the backup's coordinator), START BACKUP: it
     # crashes in the backup, the backup fails, and once healed a second backup completes.
     _ei("backup_nf_master", "testBackup NFMaster 10004: the backup's coordinator crashes mid-backup",
-        lambda c, rng: ErrorInsertDuringBackup(c, masters(c), 10004), expectation_kw={"during_backup": True}),
+        lambda c, rng: ErrorInsertDuringBackup(c, backup_master(c), 10004), expectation_kw={"during_backup": True}),
     # testBackup NFSlave: 10015 on a participant (not the master).
     _ei("backup_nf_slave", "testBackup NFSlave 10015: a backup participant crashes mid-backup",
         lambda c, rng: ErrorInsertDuringBackup(c, non_master(c, rng), 10015), expectation_kw={"during_backup": True},

@@ -326,8 +326,19 @@ class ErrorInsertDuringBackup(ErrorInsert):
 
     kind = "error-insert-during-backup"
 
+    def _backup(self, timeout: float) -> tuple[int, str]:
+        """``START BACKUP WAIT COMPLETED`` through one management node, the first running: never
+        sent again through another when it fails (a failed backup is what this fault expects, and
+        a second attempt elsewhere would start a second backup)."""
+        mgms = [n for n in sorted(self.cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
+                if runtime.container_state(self.cluster.container(n)) == "running"]
+        if not mgms:
+            raise FaultNotEffective("START BACKUP: no management node is running")
+        rc, out, _ = self.cluster.engine.mgm(self.cluster, "START BACKUP WAIT COMPLETED", node=mgms[0], timeout=timeout)
+        return rc, out
+
     def _fire(self) -> None:
-        rc, out, src = self.cluster.engine.mgm(self.cluster, "START BACKUP WAIT COMPLETED", timeout=120)
+        rc, out = self._backup(120.0)
         said = " ".join(ln.strip() for ln in (out or "").splitlines() if ln.strip() and "Connected to" not in ln)
         self.window.params["backup"] = {"exit": rc, "said": said[-300:]}
         if BACKUP_COMPLETED.search(said):
@@ -341,7 +352,7 @@ class ErrorInsertDuringBackup(ErrorInsert):
         # the node that crashed restarts by itself: the second backup waits for every data node
         wait_until(lambda: (r := engine.mgm_report(self.cluster)[0]) is not None
                    and all((m := r.node(t.nodeid)) is not None and m.started for t in self.targets), 180.0, poll=1.0)
-        rc, out, _ = engine.mgm(self.cluster, "START BACKUP WAIT COMPLETED", timeout=180)
+        rc, out = self._backup(180.0)
         said = " ".join(ln.strip() for ln in (out or "").splitlines() if ln.strip() and "Connected to" not in ln)
         m = BACKUP_COMPLETED.search(said)
         if m is None:

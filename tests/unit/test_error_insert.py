@@ -59,10 +59,10 @@ def test_tamper_lines_of_a_real_node_say_what_is_armed():
 
 
 def test_error_log_entries_name_the_exit_block_and_line():
-    (e,) = EIN.error_reports((FIX / "error-insert-9999.error.log").read_text(), 11)
+    (e,) = EIN.error_reports((FIX / "error-log-2342-insert.txt").read_text(), 11)
     assert (e["exit_code"], e["message"], e["error_object"]) == (2342, "Error insert executed (No error)",
                                                                   "CMVMI (Line: 191) 0x00000002")
-    (w,) = EIN.error_reports((FIX / "error-insert-9998.error.log").read_text(), 13)
+    (w,) = EIN.error_reports((FIX / "error-log-6050-insert-9998.txt").read_text(), 13)
     assert w["exit_code"] == 6050 and "WatchDog" in w["error_object"]
     assert EIN.error_reports("", 11) == []
 

@@ -384,6 +384,9 @@ IGNORED_SAMPLES = [  # verbatim 9.7.2 texts, one or more per group
     (" #8 0x562913273ed9 _Z8ndbd_runbiPKciS0_bbbjiimS0_i", "stack_trace"),
     ("[Entrypoint] Starting ndbmtd", "container_console"),
     ("Current byte-offset of file-pointer is: 1067", "error_log_header"),
+    ("NDB_TAMPER : block CMVMI/0 error 0 0 -> 9999 0", "error_insert"),
+    ("Child has terminated (pid 7). Angel restarting child process", "startup_config"),
+    ("Restarting system", "shutdown_steps"),
 ]
 
 

@@ -49,7 +49,8 @@ _IGNORED_SPEC: list[tuple[str, str, list[str]]] = [
         r"Participating(?:DIH|LQH) = ", r"m_LCP_COMPLETE_REP_", r"m_lastLCP_COMPLETE_REP_", r"m_LAST_LCP_FRAG_ORD = ",
         r"noOfLcpFragRepOutstanding: ", r"resending GSN_MASTER_LCPREQ", r"kk: \d+/\d+ "]),
     ("startup_config", "data node process start: angel, configuration fetch, scheduler, READ_CONFIG/START_ORD", [
-        r"Angel (?:connected to|allocated nodeid:|pid: )", r"Normal start of data node ",
+        r"Angel (?:connected to|allocated nodeid:|pid: |reconnected to |reallocated nodeid: )",
+        r"Child has terminated \(pid \d+\)\. Angel restarting child process", r"Normal start of data node ",
         r"Configuration fetched from ",
         r"Changing directory to ", r"SchedulerSpinTimer = ", r"AutomaticThreadConfig = ", r"ThreadConfig: ",
         r"MaxNoOfTriggers set to ", r"NDBMT: ", r"NDB Cluster -- DB node \d+", r"mysql-\S+ ndb-\S+ --$",
@@ -95,7 +96,9 @@ _IGNORED_SPEC: list[tuple[str, str, list[str]]] = [
      "process shutdown steps (shutdown_completed, forced_shutdown, mgmd_shutdown_completed carry the facts)", [
         r"Angel shutting down", r"Shutdown initiated$", r"Shutdown completed - exiting", r"Shutting down server",
         r"The data node run-time environment has been stopped", r"Error handler shutting down system",
-        r"[A-Z]+ \(Line: \d+\) 0x[0-9a-fA-F]+$"]),
+        r"[A-Z]+ \(Line: \d+\) 0x[0-9a-fA-F]+$", r"Restarting system$", r"/\S+/storage/ndb/src/\S+\.cpp$"]),
+    ("error_insert", "NDB_TAMPER: a block taking an error-insert code (ndbchaos.faults.errorinsert reads them itself)", [
+        r"NDB_TAMPER : block "]),
     ("stack_trace", "stack trace a data node prints when it handles a signal", [
         r"For help with below stacktrace consult:", r"https://dev\.mysql\.com/doc/refman/[^ ]*using-stack-trace",
         r"Also note that stack_bottom ", r"Base address/slide: ", r"With use of addr2line",
