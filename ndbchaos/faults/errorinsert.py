@@ -39,7 +39,11 @@ from ..errors import UsageError
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective, FaultUnsupported
 
-EFFECTS = ("crash", "stall", "fail")
+#: crash: the node stops at once (its error log says so before the fault is in place); hang: a
+#: thread of it stops, its peers declare it dead, and it ends later by its own watchdog (the error
+#: log's entry is awaited at the heal, so the engine's reaction is observed while it hangs);
+#: stall / fail: it keeps running, slower or failing operations
+EFFECTS = ("crash", "hang", "stall", "fail")
 #: how ndb_mgm 9.7.2 says a backup completed: "Node 11: Backup 3 started from node 1 completed"
 #: (then StartGCP, StopGCP, #Records ...)
 BACKUP_COMPLETED = re.compile(r"Backup (\d+) started from node \d+ completed|Backup (\d+) completed")
@@ -103,6 +107,7 @@ class ErrorInsert(Fault):
         self._since_wall = 0.0
         self._log_before: dict[str, int] = {}
         self._crashed: dict[str, dict] = {}
+        self._tamper_at: dict[str, str] = {}  # node -> the NDB_TAMPER stamp of the code (ISO, UTC)
 
     # -- inject ------------------------------------------------------------------------------
     def _engine(self):
@@ -168,6 +173,8 @@ class ErrorInsert(Fault):
                 for line in engine.tamper_since(self.cluster, t, self._since_wall):
                     if line["new"] in want:
                         seen.setdefault(line["new"], line["block"])
+                        if line["new"] == self.code and line.get("time") and t.name not in self._tamper_at:
+                            self._tamper_at[t.name] = line["time"]
                 return len(seen) == len(want)
 
             if not wait_until(logged, engine.TAMPER_WAIT_S, poll=0.3):
@@ -208,17 +215,41 @@ class ErrorInsert(Fault):
         return {"left_at": left_at, "exit_code": e.get("exit_code"), "message": e.get("message"),
                 "object": e.get("error_object"), "data": e.get("error_data"), "time": e.get("time")}
 
+    def _armed_at(self) -> float | None:
+        """The run clock when the first target took the code (its NDB_TAMPER stamp): where a code
+        acts as it arrives, that is when the fault was in place (the management client returns
+        later: it waits for the node's answer, which a hung node never gives)."""
+        import datetime as dt
+        stamps = [dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() for v in self._tamper_at.values()]
+        return round(self.cluster.clock.from_wall(min(stamps)), 3) if stamps else None
+
     def _verify_applied(self) -> str:
         evidence = self._verify_armed()
+        if self.at_once and (at := self._armed_at()) is not None:
+            self.window.applied_at = at
+            self.window.params["in_place_from"] = "the code's NDB_TAMPER stamp"
+        if self.effect == "hang":
+            from .mgm import left_started
+            left = left_started(self.cluster, self.targets, self.fire_timeout, poll=0.2)
+            stay = [t.name for t in self.targets if t.name not in left]
+            if stay:
+                raise FaultNotEffective(f"code {self.code} hung {', '.join(stay)} but the cluster still has it "
+                                        f"started {self.fire_timeout:.0f} s later")
+            self.window.params["left_at"] = left
+            return (f"code {self.code} ({self.window.params['block']}) hangs {', '.join(left)}: out of the cluster "
+                    f"(its error log is read at the heal); " + "; ".join(evidence))
         if self.effect != "crash":
             return f"code {self.code} ({self.window.params['block']}, {self.effect}) armed: " + "; ".join(evidence)
         self._crashed = self._wait_fired()
         self.window.params["fired"] = self._crashed
-        # in place: a code that acts as it arrives (9999 crashes, 9998 hangs) when it was armed; one
-        # that waits for an event of the cluster when the first target left the cluster (the wait
-        # for the event is the fault's preparation, as a backup's start is)
+        # in place: a code that acts as it arrives (9999) when it was armed; one that waits for an
+        # event of the cluster when the first target left the cluster (the wait for the event is the
+        # fault's preparation, as a backup's start is)
         if not self.at_once:
             self.window.applied_at = min(v["left_at"] for v in self._crashed.values())
+        return f"code {self.code} fired: " + self._said_fired() + " (" + "; ".join(evidence) + ")"
+
+    def _said_fired(self) -> str:
         said = []
         for name, v in self._crashed.items():
             where = re.sub(r"\s+0x[0-9a-f]+$", "", v.get("object") or "?")
@@ -227,11 +258,19 @@ class ErrorInsert(Fault):
                       if self.expected_exit is not None and v["exit_code"] != self.expected_exit}
         if unexpected:
             self.window.params["unexpected_exit"] = unexpected
-        return f"code {self.code} fired: " + "; ".join(said) + " (" + "; ".join(evidence) + ")"
+        return "; ".join(said)
 
     # -- heal --------------------------------------------------------------------------------
     def _revert(self) -> None:
         engine = self.cluster.engine
+        if self.effect == "hang" and not self._crashed and self.window.params.get("left_at"):
+            # what a hung node's end proves: its watchdog's entry in its error log
+            left = self.window.params["left_at"]
+            self._crashed = {t.name: self._entry(t, left.get(t.name), 60.0, "hung by code {code} wrote no error log "
+                                                 "entry within {s} s of the heal: its watchdog did not end it")
+                             for t in self.targets}
+            self.window.params["fired"] = self._crashed
+            self.window.verification.append(f"code {self.code} ended the node: " + self._said_fired())
         cleared, started, restarted = [], [], []
         rep, _ = engine.mgm_report(self.cluster) if hasattr(engine, "mgm_report") else (None, None)
         down = []
@@ -245,7 +284,7 @@ class ErrorInsert(Fault):
                 rc, _, _ = engine.mgm(self.cluster, f"{t.nodeid} START", timeout=30)
                 if rc == 0:
                     started.append(t.name)
-            if t.name not in self._crashed or self.effect != "crash":
+            if t.name not in self._crashed or self.effect not in ("crash", "hang"):
                 # armed but not fired, or a stall: clear every block of the node
                 rc, _, _ = engine.mgm(self.cluster, f"{t.nodeid} ERROR 0", timeout=20)
                 if rc == 0:

@@ -269,3 +269,26 @@ def test_backup_completion_as_ndb_mgm_97_says_it():
     assert m and (m.group(1) or m.group(2)) == "3"
     assert EI.BACKUP_COMPLETED.search("Node 11: Backup 3 started from node 1") is None
     assert EI.BACKUP_COMPLETED.search("Backup 4 failed: 1326: Backup aborted due to node failure") is None
+
+
+def test_a_hang_is_in_place_when_armed_and_its_end_is_read_at_the_heal():
+    eng = Engine()
+    eng.tamper_since = lambda cluster, node, since: [{"block": "CMVMI", "new": 9998,
+                                                      "time": "2026-11-29T08:01:30.000000Z"}]
+    c = Cluster(eng)
+    f = EI.ErrorInsert(c, ["data4"], 9998)
+    assert f.effect == "hang"
+    eng.state[14] = "not connected"  # the peers declared it dead
+    w = f.inject()
+    assert "hangs data4" in w.verification[0] and "fired" not in w.params
+    import datetime as dt
+    stamp = dt.datetime(2026, 11, 29, 8, 1, 30, tzinfo=dt.timezone.utc).timestamp()
+    assert w.applied_at == round(c.clock.from_wall(stamp), 3)  # the hang began then, not when ndb_mgm returned
+    with pytest.raises(FaultNotEffective, match="wrote no error log entry"):
+        f.heal()  # the watchdog never ended it: not the code's promise
+    f2 = EI.ErrorInsert(Cluster(eng), ["data4"], 9998)
+    f2.inject()
+    eng.log[14] = [{"exit_code": 6050, "message": "WatchDog terminate", "error_object": "WatchDog.cpp"}]
+    f2.heal()
+    assert f2.window.params["fired"]["data4"]["exit_code"] == 6050
+    assert "unexpected_exit" not in f2.window.params

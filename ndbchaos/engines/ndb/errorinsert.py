@@ -109,7 +109,7 @@ class Code:
 CODES = {c.code: c for c in (
     Code(9999, "as soon as it arrives", "crash", at_once=True, source="kernel/blocks/cmvmi/Cmvmi.cpp:190-192",
          test="NdbRestarts RestartRandomNodeError, TwoNodeFailure"),
-    Code(9998, "as soon as it arrives: the CMVMI thread loops forever; the watchdog ends the process", "crash",
+    Code(9998, "as soon as it arrives: the CMVMI thread loops forever; the watchdog ends the process", "hang",
          exit_code=6050, at_once=True, source="kernel/blocks/cmvmi/Cmvmi.cpp:194-196; kernel/vm/WatchDog.cpp:393"),
     Code(5048, "LQH receives COMMIT for an UPDATE operation", "crash", role="tc",
          source="kernel/blocks/dblqh/DblqhMain.cpp:11137-11149", test="testNodeRestart Bug34216"),
