@@ -62,6 +62,10 @@ class ErrorInsert(Fault):
     #: event of the cluster (a commit, a global checkpoint every TimeBetweenGlobalCheckpoints,
     #: 2 s by default; a local checkpoint started with DUMP 7099) fires within seconds under load
     FIRE_TIMEOUT_S = 60.0
+    #: how long a data node's process may take to exit once its error log has the entry (measured on
+    #: 9.7.2 after 9998: "Forced node shutdown completed" 4 s after the entry's time, the crash dump
+    #: waiting for the hung thread; a margin)
+    EXIT_AFTER_ERROR_LOG_S = 15.0
 
     def __init__(self, cluster, targets, code: int, extra: int | None = None, effect: str | None = None,
                  also=(), gap_s: float | None = None, trigger: str | None = None,
@@ -271,6 +275,11 @@ class ErrorInsert(Fault):
                              for t in self.targets}
             self.window.params["fired"] = self._crashed
             self.window.verification.append(f"code {self.code} ended the node: " + self._said_fired())
+            # the entry is written before the process ends: with StopOnError=1 the angel exits next
+            # (then the node is restarted below), with 0 it restarts the node itself (it keeps running)
+            for t in self.targets:
+                c = self.cluster.container(t)
+                wait_until(lambda: runtime.container_state(c) != "running", self.EXIT_AFTER_ERROR_LOG_S, poll=0.2)
         cleared, started, restarted = [], [], []
         rep, _ = engine.mgm_report(self.cluster) if hasattr(engine, "mgm_report") else (None, None)
         down = []
