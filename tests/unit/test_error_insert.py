@@ -232,7 +232,9 @@ def test_armed_now_reads_only_the_current_process():
     text = (FIX / "error-insert-9999.data1.log").read_text()
     # 9999 was armed, then the node crashed and the angel started a new process: nothing armed
     assert EIN.armed_now(text) == {}
-    assert EIN.armed_now(text.split("Angel pid")[0]) == {"CMVMI": 9999}
+    # the process ended by the crash: nothing armed while the angel starts the next one
+    assert EIN.armed_now(text.split("Angel pid")[0]) == {}
+    assert EIN.armed_now(text.split("Node shutdown completed")[0]) == {"CMVMI": 9999}
     late = "2026-11-29T08:00:00.000001Z [ndbd] INFO     -- NDB_TAMPER : block DBTC/1 error 0 0 -> 8057 0\n"
     assert EIN.armed_now(text + late) == {"DBTC": 8057}
 

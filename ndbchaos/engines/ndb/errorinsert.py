@@ -169,15 +169,17 @@ def armed(lines: list[dict]) -> dict[str, int]:
     return {b: c for b, c in last.items() if c not in (0,)}
 
 
-#: the angel's line as it forks a data node process: blocks start again at 0 in the new process
-_NEW_PROCESS = re.compile(r"Angel pid: \d+ started child: \d+")
+#: the lines that end a data node process or start a new one (the angel forks it; a crash or a
+#: shutdown ends it): blocks start again at 0 in the next process, so nothing before is armed
+_PROCESS_BOUNDARY = re.compile(r"Angel pid: \d+ started child: \d+|Child has terminated \(pid \d+\)|"
+                               r"Node shutdown completed|Forced node shutdown completed")
 
 
 def armed_now(text: str) -> dict[str, int]:
     """What is armed in a data node's current process, from its output (the NDB_TAMPER lines
-    after the angel last started it): {block: code}."""
-    starts = [m.end() for m in _NEW_PROCESS.finditer(text or "")]
-    return armed(tamper_lines((text or "")[starts[-1]:] if starts else (text or "")))
+    after the angel last started it, none once it ended): {block: code}."""
+    ends = [m.end() for m in _PROCESS_BOUNDARY.finditer(text or "")]
+    return armed(tamper_lines((text or "")[ends[-1]:] if ends else (text or "")))
 
 
 def error_reports(text: str, nodeid: int | None = None) -> list[dict]:
