@@ -36,8 +36,10 @@ import time
 from .. import runtime
 from .. import topology as TP
 from ..errors import UsageError
+from ..events import time_to_epoch
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective, FaultUnsupported
+from .mgm import left_started
 
 #: crash: the node stops at once (its error log says so before the fault is in place); hang: a
 #: thread of it stops, its peers declare it dead, and it ends later by its own watchdog (the error
@@ -131,18 +133,15 @@ class ErrorInsert(Fault):
             self._log_before[t.name] = len(engine.error_log(self.cluster, t))
         self._since_wall = time.time()
 
-    def _arm(self, t: TP.Node) -> dict:
-        """Every code of this fault on ``t``, ``also`` first; {code: management node that sent it}."""
+    def _arm(self, t: TP.Node) -> None:
+        """Every code of this fault on ``t``, ``also`` first."""
         engine = self.cluster.engine
-        sent = {}
         for c, x in [*self.also, (self.code, self.extra)]:
             rc, out, src = engine.insert_error(self.cluster, t, c, x)
             if rc != 0:
                 lines = [ln.strip() for ln in (out or "").splitlines() if ln.strip()]
                 raise FaultNotEffective(f"ndb_mgm '{t.nodeid} ERROR {c}' via {src or 'no management node'}: "
                                         f"exit {rc} ({(lines or ['no output'])[-1]})")
-            sent[c] = src
-        return sent
 
     def _apply(self) -> None:
         clock = self.cluster.clock
@@ -189,16 +188,22 @@ class ErrorInsert(Fault):
             evidence.append(f"{t.name}: " + ", ".join(f"{b} armed {c}" for c, b in sorted(seen.items())))
         return evidence
 
-    def _wait_fired(self) -> dict[str, dict]:
-        """Each target out of ``started`` (its container stopped, or the management server's
-        view), then its new error log entry; {node: {left_at, exit_code, message, object}}."""
-        from .mgm import left_started
+    def _left(self, missing: str) -> dict[str, float]:
+        """{node: run clock} once every target is out of ``started`` (its container stopped, or
+        the management server's view) within ``fire_timeout``; else FaultNotEffective with
+        ``missing`` (formatted with nodes and s) after "code N"."""
         left = left_started(self.cluster, self.targets, self.fire_timeout, poll=0.2)
         stay = [t.name for t in self.targets if t.name not in left]
         if stay:
-            raise FaultNotEffective(f"code {self.code} armed on {', '.join(stay)} but not fired within "
-                                    f"{self.fire_timeout:.0f} s (still started): "
-                                    f"{self.window.params.get('fires') or 'its event did not happen'}")
+            raise FaultNotEffective(f"code {self.code} " + missing.format(nodes=", ".join(stay),
+                                                                         s=f"{self.fire_timeout:.0f}"))
+        return left
+
+    def _wait_fired(self) -> dict[str, dict]:
+        """Each target out of ``started`` (its container stopped, or the management server's
+        view), then its new error log entry; {node: {left_at, exit_code, message, object}}."""
+        left = self._left("armed on {nodes} but not fired within {s} s (still started): "
+                          f"{self.window.params.get('fires') or 'its event did not happen'}")
         # the error log is written as the node stops; 9998's watchdog takes its time to end it
         return {t.name: self._entry(t, left[t.name], 60.0, "left the cluster after code {code} but its error log "
                                     "has no new entry within {s} s: not the insert's crash") for t in self.targets}
@@ -223,8 +228,7 @@ class ErrorInsert(Fault):
         """The run clock when the first target took the code (its NDB_TAMPER stamp): where a code
         acts as it arrives, that is when the fault was in place (the management client returns
         later: it waits for the node's answer, which a hung node never gives)."""
-        import datetime as dt
-        stamps = [dt.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp() for v in self._tamper_at.values()]
+        stamps = [e for v in self._tamper_at.values() if (e := time_to_epoch(v)) is not None]
         return round(self.cluster.clock.from_wall(min(stamps)), 3) if stamps else None
 
     def _verify_applied(self) -> str:
@@ -233,12 +237,7 @@ class ErrorInsert(Fault):
             self.window.applied_at = at
             self.window.params["in_place_from"] = "the code's NDB_TAMPER stamp"
         if self.effect == "hang":
-            from .mgm import left_started
-            left = left_started(self.cluster, self.targets, self.fire_timeout, poll=0.2)
-            stay = [t.name for t in self.targets if t.name not in left]
-            if stay:
-                raise FaultNotEffective(f"code {self.code} hung {', '.join(stay)} but the cluster still has it "
-                                        f"started {self.fire_timeout:.0f} s later")
+            left = self._left("hung {nodes} but the cluster still has them started {s} s later")
             self.window.params["left_at"] = left
             return (f"code {self.code} ({self.window.params['block']}) hangs {', '.join(left)}: out of the cluster "
                     f"(its error log is read at the heal); " + "; ".join(evidence))

@@ -111,9 +111,10 @@ def traces(project: str) -> tuple[list[dict], list[str]]:
     return found, running
 
 
-def inspect(cluster, netns_rules: bool = True) -> list[dict]:
+def inspect(cluster, netns_rules: bool = True, error_inserts: bool = True) -> list[dict]:
     """The active faults of a project: [{kind, node, detail}]. A node whose namespace cannot be
-    looked into (its process stuck, a helper that does not start) is one entry saying why."""
+    looked into (its process stuck, a helper that does not start) is one entry saying why.
+    ``error_inserts``: also read the data nodes' output for codes still armed (their whole logs)."""
     found, running = traces(cluster.project)
     storage_found = [f for f in found if f["kind"] in ("storage", "disk_full")]
     found = [f for f in found if f not in storage_found]
@@ -149,8 +150,9 @@ def inspect(cluster, netns_rules: bool = True) -> list[dict]:
                     found.append({"kind": "netem", "node": name, "detail": line.strip()})
     found += _toxiproxy_state(cluster)
     found += storage_found
-    found += [{"kind": "error_insert", "node": n, "detail": ", ".join(f"{b} {c}" for b, c in sorted(codes.items()))}
-              for n, codes in _armed(cluster).items()]
+    if error_inserts:
+        found += [{"kind": "error_insert", "node": n, "detail": ", ".join(f"{b} {c}" for b, c in sorted(codes.items()))}
+                  for n, codes in _armed(cluster).items()]
     return found
 
 
@@ -211,7 +213,7 @@ def heal(cluster) -> list[str]:
     _remove_helpers(cluster.project, done, say=True)
     # 2. unplugged nodes back on their project network (before anything needs the network)
     nets = runtime.project_networks(cluster.project)
-    for f in [f for f in inspect(cluster, netns_rules=False) if f["kind"] == "disconnect"]:
+    for f in [f for f in inspect(cluster, netns_rules=False, error_inserts=False) if f["kind"] == "disconnect"]:
         c = cluster.container(cluster.topology.node(f["node"]))
         for net in nets:
             try:

@@ -37,9 +37,6 @@ from .logs import parse_lines
 #: (CRASH_INSERTION, ndbd_exit_codes.h), 2341 "Internal program error" (codes that call
 #: systemErrorLab), 6050 the watchdog (9998 hangs the CMVMI thread), 2303 a GCP stop
 INSERT_EXIT = 2342
-#: the angel restarts a node after an error-insert crash by itself (RestartOnErrorInsert, default 2:
-#: a normal node restart), whatever StopOnError says; other exits follow StopOnError
-RESTARTS_ITSELF = (INSERT_EXIT,)
 
 #: CMVMI's routing of a code to a block (Cmvmi.cpp execTAMPER_ORD, 9.7.2): (first, last, block)
 _ROUTES = (
@@ -275,9 +272,6 @@ class ErrorInsertMixin:
         """``ndb_mgm -e "<nodeid> ERROR <code> [<extra>]"``: (exit code, output, management node)."""
         cmd = f"{node.nodeid} ERROR {int(code)}" + (f" {int(extra)}" if extra is not None else "")
         return self.mgm(cluster, cmd, timeout=20)
-
-    def data_node_running(self, cluster, node: TP.Node) -> bool:
-        return runtime.container_state(cluster.container(node)) == "running"
 
 
 def runtime_iso(wall: float) -> str:
