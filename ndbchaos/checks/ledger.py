@@ -126,6 +126,126 @@ def _scan_read(r: np.ndarray, attempted: np.ndarray, fail_flag: np.ndarray | Non
                 failed_seen.update(x[bad].tolist())
 
 
+class _SortedIds:
+    """The ids of a ledger's inserts as sorted arrays, found by binary search: any ids at all
+    (the reference the dense tables below are held to)."""
+
+    def __init__(self, ids: np.ndarray, ins_type: np.ndarray):
+        self.attempted = _uniq(ids)
+        self.n_attempted = len(self.attempted)
+        ok_ids = _uniq(ids[ins_type == OK], own=True)
+        info_ids = _uniq(ids[ins_type == INFO], own=True)
+        self.info_ids = info_ids[~_isin_sorted(info_ids, ok_ids)]
+        fail_only = _uniq(ids[ins_type == FAIL], own=True)
+        fail_only = fail_only[~_isin_sorted(fail_only, ok_ids) & ~_isin_sorted(fail_only, self.info_ids)]
+        self.fail_flag = _isin_sorted(self.attempted, fail_only) if len(fail_only) else None
+        self.n_acknowledged = len(ok_ids)
+        self.final_u = None
+
+    def scan(self, r: np.ndarray, phantom: set, failed_seen: set) -> None:
+        _scan_read(r, self.attempted, self.fail_flag, phantom, failed_seen)
+
+    def drop_attempted(self) -> None:
+        self.attempted = self.fail_flag = None
+
+    def final(self, r: np.ndarray) -> int:
+        """Take r as the final read; the number of distinct ids in it."""
+        self.final_u = _uniq(r, own=True)
+        return len(self.final_u)
+
+    def in_final(self, x: np.ndarray) -> np.ndarray:
+        """Which of the attempted ids x the final read holds."""
+        return _isin_sorted(x, self.final_u)
+
+
+#: the ids go in tables indexed by id when their span is at most this many bytes per insert
+#: (plus a small constant): a gather per id read instead of a binary search
+_DENSE_PER_ID = 4
+
+
+class _DenseIds:
+    """The same as ``_SortedIds`` for ids in a span of integers not much wider than their number
+    (a ledger's ids count up): a byte per id of the span, looked up by index.
+
+    ``_state``: 0 never attempted, 1 attempted, 2 attempted and every insert of it failed
+    definitely; ``_final``: in the final read."""
+
+    @staticmethod
+    def fits(ids: np.ndarray) -> bool:
+        if len(ids) == 0:
+            return False
+        span = int(ids.max()) - int(ids.min()) + 1
+        return span <= _DENSE_PER_ID * len(ids) + (1 << 16)
+
+    def __init__(self, ids: np.ndarray, ins_type: np.ndarray):
+        self.lo, self.hi = int(ids.min()), int(ids.max())
+        span = self.hi - self.lo + 1
+        off = ids - self.lo
+        has_ok = np.zeros(span, dtype=bool)
+        has_ok[off[ins_type == OK]] = True
+        has_info = np.zeros(span, dtype=bool)
+        has_info[off[ins_type == INFO]] = True
+        state = np.zeros(span, dtype=np.uint8)
+        state[off] = 1
+        self.n_attempted = int(np.count_nonzero(state))
+        self.n_acknowledged = int(np.count_nonzero(has_ok))
+        has_info &= ~has_ok
+        self.info_ids = np.flatnonzero(has_info) + self.lo  # ascending, as _uniq gives them
+        fail_m = ins_type == FAIL
+        if fail_m.any():
+            fail_only = np.zeros(span, dtype=bool)
+            fail_only[off[fail_m]] = True
+            fail_only &= ~has_ok
+            fail_only &= ~has_info
+            state[fail_only] = 2
+        self._state = state
+        self._final = None
+        self._outside_final = 0
+
+    def _split(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """r's offsets into the span, and r's ids outside it (None when there are none)."""
+        if len(r) == 0 or (int(r.min()) >= self.lo and int(r.max()) <= self.hi):
+            return r - self.lo, None
+        inside = (r >= self.lo) & (r <= self.hi)
+        return r[inside] - self.lo, r[~inside]
+
+    def scan(self, r: np.ndarray, phantom: set, failed_seen: set) -> None:
+        step = 1 << 20
+        for a in range(0, len(r), step):  # in slices: small temporaries whatever the read's size
+            off, outside = self._split(r[a:a + step])
+            if outside is not None:
+                phantom.update(outside.tolist())
+            s = self._state[off]
+            never = s == 0
+            if never.any():
+                phantom.update((off[never] + self.lo).tolist())
+            failed = s == 2
+            if failed.any():
+                failed_seen.update((off[failed] + self.lo).tolist())
+
+    def drop_attempted(self) -> None:
+        self._state = None
+
+    def final(self, r: np.ndarray) -> int:
+        off, outside = self._split(r)
+        present = np.zeros(self.hi - self.lo + 1, dtype=bool)
+        present[off] = True
+        self._final = present
+        n_outside = 0 if outside is None else len(_uniq(outside, own=True))
+        return int(np.count_nonzero(present)) + n_outside
+
+    def in_final(self, x: np.ndarray) -> np.ndarray:
+        return self._final[x - self.lo]
+
+
+#: False: every history through ``_SortedIds`` (the differential tests hold the tables to it)
+DENSE = True
+
+
+def _ids_of(ids: np.ndarray, ins_type: np.ndarray):
+    return _DenseIds(ids, ins_type) if DENSE and _DenseIds.fits(ids) else _SortedIds(ids, ins_type)
+
+
 def _positions(m: np.ndarray, sel: np.ndarray | None, ok_ins: np.ndarray) -> np.ndarray:
     """Frame positions of the acknowledged inserts selected by m (``sel``: their indexes among
     the ok inserts, None when they are all of them; ``ok_ins``: the ok inserts' frame mask)."""
@@ -149,19 +269,13 @@ def check(fr: Frame, opts: dict) -> Verdict:
     counts = {"inserts": int(ins.sum()), "ok": int((ins_type == OK).sum()), "fail": int((ins_type == FAIL).sum()),
               "info": int((ins_type == INFO).sum()), "reads": int(reads.sum()), "ok_reads": int(len(ok_read_pos))}
 
-    attempted = _uniq(ids)
-    unique_ids = len(attempted) == len(ids)  # every id inserted once (the usual case)
+    known = _ids_of(ids, ins_type)
+    unique_ids = known.n_attempted == len(ids)  # every id inserted once (the usual case)
     ok_m = ins_type == OK
-    ok_ids = _uniq(ids[ok_m], own=True)
-    info_ids = _uniq(ids[ins_type == INFO], own=True)
-    info_ids = info_ids[~_isin_sorted(info_ids, ok_ids)]
-    fail_only = _uniq(ids[ins_type == FAIL], own=True)
-    fail_only = fail_only[~_isin_sorted(fail_only, ok_ids) & ~_isin_sorted(fail_only, info_ids)]
-    fail_flag = _isin_sorted(attempted, fail_only) if len(fail_only) else None
-    n_acknowledged = len(ok_ids)
-    del ok_ids
+    info_ids = known.info_ids
+    n_acknowledged = known.n_acknowledged
 
-    base = {"counts": counts, "attempted": int(len(attempted)), "acknowledged": int(n_acknowledged)}
+    base = {"counts": counts, "attempted": int(known.n_attempted), "acknowledged": int(n_acknowledged)}
     if len(ok_read_pos) == 0:
         details = {**base, "final_read": None, "lost": None, "phantom": None, "indeterminate": int(len(info_ids)),
                    "reason": "no successful read: cannot tell what survived"}
@@ -172,14 +286,14 @@ def check(fr: Frame, opts: dict) -> Verdict:
     phantom_set: set[int] = set()
     failed_seen: set[int] = set()
     for k in ok_read_pos[:-1]:
-        _scan_read(_read_ids(fr, int(k)), attempted, fail_flag, phantom_set, failed_seen)
+        known.scan(_read_ids(fr, int(k)), phantom_set, failed_seen)
 
     fk = int(ok_read_pos[-1])
     final = _read_ids(fr, fk)
-    _scan_read(final, attempted, fail_flag, phantom_set, failed_seen)
-    del attempted, fail_flag
-    final_u = _uniq(final, own=True)
-    duplicates = int(len(final) - len(final_u))
+    known.scan(final, phantom_set, failed_seen)
+    known.drop_attempted()
+    n_final = known.final(final)
+    duplicates = int(len(final) - n_final)
     del final
     f_start, f_end = float(fr.start[fk]), float(fr.end[fk])
 
@@ -200,7 +314,7 @@ def check(fr: Frame, opts: dict) -> Verdict:
         del order, first
         acked_id, acked_end = ok_ids_all[sel], ok_ends_all[sel]
     del ok_ids_all, ok_ends_all
-    present = _isin_sorted(acked_id, final_u)
+    present = known.in_final(acked_id)
     del acked_id
     before = acked_end < f_start
     lost_m = before & ~present
@@ -220,7 +334,7 @@ def check(fr: Frame, opts: dict) -> Verdict:
             # from the last acknowledgement itself must include that acknowledgement
             explained_m |= (lost_end >= t - x - _TIME_RESOLUTION) & (lost_end <= t + _TIME_RESOLUTION)
 
-    info_present = _isin_sorted(info_ids, final_u)
+    info_present = known.in_final(info_ids)
 
     def op_examples(pos: np.ndarray) -> list[dict]:
         out = []
@@ -238,7 +352,7 @@ def check(fr: Frame, opts: dict) -> Verdict:
     details = {
         **base,
         "final_read": {"start": round(f_start, 6), "end": round(f_end, 6),
-                       "node": fr.node_names[n] if n >= 0 else None, "ids": int(len(final_u))},
+                       "node": fr.node_names[n] if n >= 0 else None, "ids": n_final},
         "lost": n_lost,
         "lost_examples": op_examples(lost_pos),
         "unexplained": n_unexpl,
@@ -266,7 +380,7 @@ def check(fr: Frame, opts: dict) -> Verdict:
     if len(failed_present):
         bad.append(f"{len(failed_present)} insert(s) that failed definitely are present")
     valid = not bad
-    summ = (f"{n_acknowledged} acknowledged, final read at {f_end:.3f} s has {len(final_u)} ids; "
+    summ = (f"{n_acknowledged} acknowledged, final read at {f_end:.3f} s has {n_final} ids; "
             f"lost {n_lost}" + (f" ({n_expl} explained by GCP, {n_unexpl} unexplained)" if gcp else "")
             + f", phantom {len(phantom)}, indeterminate {len(info_ids)} ({int(info_present.sum())} landed)")
     if bad:

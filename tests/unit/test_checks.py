@@ -174,6 +174,56 @@ def test_gcp_window_includes_the_acknowledgement_the_crash_time_was_taken_from()
     assert d["unexplained"] == 1 and d["valid"] is False
 
 
+def _random_ledger(rng, n: int, spread: str) -> History:
+    """Inserts of ids (dense, with gaps, negative, repeated or far apart) of every outcome and
+    ok reads of what landed, some holding ids never inserted, some twice."""
+    base = int(rng.integers(-1000, 1000))
+    if spread == "dense":
+        ids = base + np.arange(n)
+    elif spread == "gaps":
+        ids = base + np.sort(rng.choice(3 * n, n, replace=False))
+    elif spread == "repeats":
+        ids = base + rng.integers(0, n // 2 + 1, n)
+    else:  # far apart: the span is far wider than the ids
+        ids = rng.integers(-(1 << 40), 1 << 40, n)
+    h = History("ledger", {})
+    t = 0.0
+    landed = []
+    for i, x in enumerate(ids.tolist()):
+        t += float(rng.uniform(0.001, 0.01))
+        typ = str(rng.choice(["ok", "ok", "ok", "fail", "info"]))
+        err = None if typ == "ok" else (E_TMP if typ == "fail" else E_UNK)
+        h.add(i % 5, "insert", x, typ, t, t + 0.005, f"sql{i % 3}", error=err)
+        if typ == "ok" and rng.random() < 0.97 or typ != "ok" and rng.random() < 0.3:
+            landed.append(x)
+        if rng.random() < 8 / n or i == n - 1:  # a read: most of what landed so far, and more
+            seen = [y for y in landed if rng.random() < 0.98]
+            seen += rng.integers(ids.min() - 50, ids.max() + 50, int(rng.integers(0, 3))).tolist()
+            seen += [int(rng.integers(-(1 << 62), 1 << 62)) for _ in range(int(rng.integers(0, 2)))]
+            if seen and rng.random() < 0.3:
+                seen.append(seen[0])
+            rng.shuffle(seen)
+            h.add(9, "read", seen, "ok", t, t + float(rng.uniform(0.0, 0.05)), "sql0")
+    return h
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_ledger_tables_agree_with_binary_search(seed, monkeypatch):
+    """The durability checker's id tables (ids in a narrow span) give what its sorted arrays
+    give, on generated ledgers of every kind of id and read."""
+    from ndbchaos.checks import ledger
+    rng = np.random.default_rng(seed)
+    spread = ["dense", "gaps", "repeats", "far"][seed % 4]
+    h = _random_ledger(rng, int(rng.integers(50, 3000)), spread)
+    ids = np.array([op.value for op in h if op.f == "insert"], dtype=np.int64)
+    assert ledger._DenseIds.fits(ids) == (spread != "far")
+    fast = run(h)["checks"]["durability"]
+    monkeypatch.setattr(ledger, "DENSE", False)
+    slow = run(h)["checks"]["durability"]
+    assert fast == slow
+    assert slow["details"]["attempted"] > 0 and slow["details"]["final_read"]
+
+
 def test_ledger_non_integer_ids_are_a_format_error():
     ops = [(1, "insert", "a", "ok", 0.0, 0.1, "a"), (2, "read", ["a"], "ok", 0.2, 0.3, "a")]
     with pytest.raises(HistoryFormatError):
