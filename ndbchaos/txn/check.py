@@ -145,7 +145,7 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
         elif order == PROCESS:
             g.add_process_order(h.txns)
         src, dst, rels = g.edges()
-        comps = components(g.total, g.n, src, dst, rels)
+        comps = components(g.total, g.n, src, dst, rels, g.ranks(h.txns))
         graph_info = {"edges": g.counts(), "order": {0: "none", PROCESS: "process", REALTIME: "realtime"}[order],
                       "sccs": len(comps), "largest_scc": max((c.txn_count for c in comps), default=0)}
         if not (dst < g.n).any():  # no edge into a transaction (real-time order's own nodes aside)

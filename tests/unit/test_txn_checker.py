@@ -360,3 +360,52 @@ def test_a_history_with_nothing_wrong_is_valid_under_strict_serializability():
     v = run(h)
     assert v.valid is True and v.anomaly_types == [] and v.found == {}
     assert v.graph["order"] == "realtime" and v.graph["sccs"] == 0
+
+
+# -- the acyclic shortcut of the component search ------------------------------------------------
+
+@pytest.mark.parametrize("seed", range(20))
+def test_components_with_ranks_agree_with_the_search(seed):
+    """Given ranks, a graph whose edges all rise in them has no component; any other graph gets
+    the components the search finds without them."""
+    import numpy as np
+    from ndbchaos.txn.graph import components
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 60))
+    rank = rng.permutation(n).astype(np.int64)
+    m = int(rng.integers(1, 4 * n))
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    if seed % 2 == 0:  # only rising edges: acyclic
+        up = rank[src] < rank[dst]
+        src, dst = np.where(up, src, dst), np.where(up, dst, src)
+    rels = rng.integers(1, 8, len(src)).astype(np.uint8)
+
+    def shape(comps):
+        return [(c.nodes.tolist(), c.edges) for c in comps]
+    plain = components(n, n, src, dst, rels)
+    assert shape(components(n, n, src, dst, rels, rank)) == shape(plain)
+    if seed % 2 == 0:
+        assert plain == []
+
+
+def test_a_serializable_history_is_checked_without_the_component_search(tmp_path):
+    """Completion order orders every edge of a serial execution: no component search, no scipy."""
+    import subprocess
+    import sys
+    h = TxnHistory.from_events([
+        {"process": 0, "type": "invoke", "value": [["append", 1, 1]]},
+        {"process": 0, "type": "ok", "value": [["append", 1, 1]]},
+        {"process": 1, "type": "invoke", "value": [["r", 1, None], ["append", 2, 1]]},
+        {"process": 1, "type": "ok", "value": [["r", 1, [1]], ["append", 2, 1]]},
+        {"process": 0, "type": "invoke", "value": [["r", 2, None], ["r", 1, None]]},
+        {"process": 0, "type": "ok", "value": [["r", 2, [1]], ["r", 1, [1]]]},
+    ])
+    path = tmp_path / "h.jsonl"
+    h.write(path)
+    code = ("import sys; from ndbchaos.txn import TxnHistory, CheckOptions, check; "
+            f"v = check(TxnHistory.read({str(path)!r}), CheckOptions(model='list-append')); "
+            "print(v.valid, 'scipy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False"]
