@@ -76,7 +76,6 @@ def run(args) -> int:
         if layout:
             options["ndb_layout"] = layout
             get_engine("ndb").layout_text(options, "config.ini")  # a bad spec or file: one line, nothing started
-            os.environ["NDBCHAOS_NDB_LAYOUT"] = layout  # the client workers read the layout too
         name, reason = resolve_engine(args.engine, options)
         cluster = ComposeCluster(get_engine(name), options)
         print(f"baseline: starting {name} ({reason}), layout {layout or 'default'}, project {cluster.project}",

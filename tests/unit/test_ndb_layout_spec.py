@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from ndbchaos import runtime
+from ndbchaos import settings
 from ndbchaos import topology as TP
 from ndbchaos.catalogue import one_per_nodegroup
 from ndbchaos.cli import main
@@ -181,7 +181,7 @@ def test_spare_data_nodes_are_in_no_node_group():
 # -- the engine on a generated layout ---------------------------------------------------------------
 @pytest.fixture
 def tools(tmp_path, monkeypatch):
-    monkeypatch.setattr(runtime, "TOOLS_DIR", tmp_path / "tools")
+    monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
     monkeypatch.delenv("NDBCHAOS_NDB_LAYOUT", raising=False)
     monkeypatch.delenv("NDBCHAOS_NDB_SUBNET", raising=False)
     return tmp_path
@@ -212,8 +212,10 @@ def test_engine_files_services_and_options_of_a_generated_layout(tools):
     assert eng.layout_text({"ndb_layout": "default"}, "compose") == (COMPOSE_DIR / "ndb.yml").read_text()
 
 
-def test_probe_ports_of_a_generated_layout(tools, monkeypatch):
-    monkeypatch.setenv("NDBCHAOS_NDB_LAYOUT", "nodegroups=3,replicas=2")
+def test_probe_ports_of_a_generated_layout(tools):
+    # the session's layout (pytest --ndb-layout, installed by the plugin) reaches the fault facts,
+    # which ask the engine without the cluster's options
+    settings.use(settings.current().with_options(ndb_layout="nodegroups=3,replicas=2"))
     eng = NdbEngine()
     data6 = _topology(SP.parse("nodegroups=3,replicas=2")).node("data6")
     assert data6.nodeid == 16 and eng._config_node(data6)[0].node_id == 16

@@ -132,7 +132,7 @@ def test_engine_constants_match_my_cnf():
 
 
 def test_subnet_override_renders_consistent_files(tmp_path, monkeypatch):
-    monkeypatch.setattr(runtime, "TOOLS_DIR", tmp_path / "tools")
+    monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
     eng = NdbEngine()
     opts = {"ndb_subnet": "10.99.1.0/24"}
     env = eng.compose_env(opts)

@@ -157,8 +157,6 @@ def test_too_many_nodes_for_this_machine(tmp_path):
 
 def test_the_engine_starts_the_twin_and_judges_it_with_the_same_rules(site, monkeypatch, tmp_path):
     monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
-    from ndbchaos import runtime
-    monkeypatch.setattr(runtime, "TOOLS_DIR", tmp_path / "tools")
     eng = NdbEngine()
     opts = {"ndb_layout": f"config={site}"}
     assert eng.services(opts)["data"] == ["data1", "data2", "data3", "data4", "data5", "data6"]

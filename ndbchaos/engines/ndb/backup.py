@@ -18,13 +18,13 @@ The times are on the run clock, the history's: the checker compares them with th
 
 from __future__ import annotations
 
-import os
 import re
 
 from ... import runtime
 from ... import topology as TP
 from ...cluster import ComposeCluster
 from ...errors import UsageError
+from ...settings import current
 from ...operations.procedure import Context, Procedure, Step, StepFailed, one_line
 from ...waiting import wait_until
 from ...workload.ballast import ensure as ensure_ballast
@@ -70,7 +70,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         raise UsageError(f"backup_restore: snapshot must be one of {', '.join(SNAPSHOTS)}, not {snapshot!r}")
     engine = cluster.engine
     if into == SAME:  # the source's own layout option: a named layout, a spec, or a twin's config.ini
-        into = cluster.options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default"
+        into = cluster.options.get("ndb_layout") or current().ndb_layout or "default"
     if not str(into).lower().startswith(TWIN_PREFIX):
         resolve_spec(into)  # a bad layout is refused before anything starts
     db = engine.sql_database

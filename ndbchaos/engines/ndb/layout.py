@@ -4,6 +4,11 @@ reproduce a running cluster's shape.
 
 Addresses are fixed because config.ini names every node's ``HostName``: last octet = 100 + node
 id in the cluster's own /24 (``LAYOUTS``' default prefix, or ``NDBCHAOS_NDB_SUBNET``).
+
+Options first, then the process' settings (``ndbchaos.settings.current()``: the pytest session's
+``--ndb-layout`` over ``NDBCHAOS_NDB_LAYOUT``, the subnet, the root password): the engine's
+methods take the cluster's options, and a call without them (a fault's facts, ``_config_node``)
+still finds the session's layout.
 """
 
 from __future__ import annotations
@@ -11,14 +16,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ... import runtime
 from ... import topology as TP
 from ...errors import InventoryError, UsageError
-from ...resources import COMPOSE_DIR
+from ...resources import COMPOSE_DIR, tools_dir
+from ...settings import current, normalize_subnet
 from .config import NdbConfig, parse_config_ini, read_config, replace_prefix
 from .mycnf import parse as parse_mycnf
 from .mycnf import server_options
@@ -52,7 +57,7 @@ GENERATED_NET = "10.213.79"
 def _cached(name: str, suffix: str, text: str) -> Path:
     """``text`` in the tool cache as ``<name>-<content hash><suffix>``, written atomically once."""
     digest = hashlib.sha256(text.encode()).hexdigest()[:12]
-    dst = runtime.TOOLS_DIR.parent / "ndb" / f"{name}-{digest}{suffix}"
+    dst = tools_dir().parent / "ndb" / f"{name}-{digest}{suffix}"
     if not dst.exists():
         dst.parent.mkdir(parents=True, exist_ok=True)
         tmp = dst.with_suffix(dst.suffix + f".{os.getpid()}.tmp")
@@ -104,17 +109,6 @@ def _default_net(layout: str) -> str:
     return LAYOUTS[layout][3] if layout in LAYOUTS else GENERATED_NET
 
 
-def normalize_subnet(value: str) -> str:
-    """``10.1.2`` / ``10.1.2.0`` / ``10.1.2.0/24`` -> ``10.1.2`` (the first three octets of a /24)."""
-    v = value.strip()
-    m = re.fullmatch(r"(\d{1,3})\.(\d{1,3})\.(\d{1,3})(?:\.0)?(?:/(\d+))?", v)
-    if not m or any(int(x) > 255 for x in m.groups()[:3]):
-        raise UsageError(f"NDBCHAOS_NDB_SUBNET={value!r}: expected the first three octets of a /24, e.g. 10.213.77")
-    if m.group(4) not in (None, "24"):
-        raise UsageError(f"NDBCHAOS_NDB_SUBNET={value!r}: only a /24 is supported")
-    return ".".join(m.groups()[:3])
-
-
 class LayoutMixin:
     """Images, compose files and their environment, config files, services, probe ports."""
 
@@ -135,8 +129,9 @@ class LayoutMixin:
     def layout(self, options: dict) -> str:
         """The layout in use: ``default``, ``small`` or a spec's canonical text
         (``nodegroups=3,replicas=2,sql=2,mgm=2,spare=0``): option ndb_layout, else
-        NDBCHAOS_NDB_LAYOUT, else default. UsageError (one line) for an impossible spec."""
-        return _resolve(options.get("ndb_layout") or os.environ.get("NDBCHAOS_NDB_LAYOUT") or "default")[0]
+        the settings' (``--ndb-layout``, NDBCHAOS_NDB_LAYOUT), else default. UsageError (one line)
+        for an impossible spec."""
+        return _resolve(options.get("ndb_layout") or current().ndb_layout or "default")[0]
 
     def layout_spec(self, options: dict) -> LayoutSpec:
         return _resolve(self.layout(options))[1]
@@ -155,8 +150,8 @@ class LayoutMixin:
         return (render_config_ini if which == "config.ini" else render_my_cnf)(spec, net)
 
     def subnet(self, options: dict) -> str:
-        v = options.get("ndb_subnet") or os.environ.get("NDBCHAOS_NDB_SUBNET")
-        return normalize_subnet(v) if v else _default_net(self.layout(options))
+        v = options.get("ndb_subnet")
+        return normalize_subnet(v) if v else current().ndb_subnet or _default_net(self.layout(options))
 
     def config_files(self, options: dict) -> tuple[Path, Path]:
         """(config.ini, my.cnf) in use: the shipped files, copies rendered for another subnet, or
@@ -224,7 +219,7 @@ class LayoutMixin:
         raise InventoryError(f"inventory {inv.path}: cannot read the cluster's configuration: {last}")
 
     def root_password(self, options: dict) -> str:
-        return options.get("ndb_root_password") or os.environ.get("NDBCHAOS_NDB_ROOT_PASSWORD") or DEFAULT_ROOT_PASSWORD
+        return options.get("ndb_root_password") or current().ndb_root_password or DEFAULT_ROOT_PASSWORD
 
     def compose_files(self, options: dict) -> list[Path]:
         lay = self.layout(options)
@@ -287,7 +282,7 @@ class LayoutMixin:
 
     def _config_node(self, node: TP.Node):
         """The config.ini section of ``node`` (by node id and type), searching the layout in use
-        (NDBCHAOS_NDB_LAYOUT, else default) first, then the other layouts. Ports do not depend on
+        (the settings', else default) first, then the other layouts. Ports do not depend on
         the subnet, so the shipped files are read as they are. (config node, its NdbConfig)."""
         want = {TP.MGM: "MGM", TP.DATA: "NDB", TP.SQL: "API"}.get(node.role)
         if self._adopted is not None:
