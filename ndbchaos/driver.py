@@ -14,7 +14,7 @@ seeded random generator), derives the plan from the fault's actual targets
     hold       the fault stays (``hold_s``)
     recovery   heal, restart what exited (the engine's documented recovery), every node healthy,
                every SQL node serving again, then ``after_s`` of load
-    verdict    the run record judged by the checkers (``ScenarioRun.finish``)
+    verdict    the run record judged by the checkers (``Run.finish``)
 
 The driver waits for each reaction up to its bound plus a margin, then carries on: it never
 asserts. The verdict judges (the expectation checker compares the marks with the bounds); the
@@ -30,6 +30,7 @@ from typing import Callable
 from . import disks, faultfs, plans
 from .families import FAMILIES
 from .handle import ClusterHandle, ComposeProject
+from .recording import Run
 from .waiting import wait_until
 
 BASELINE_S = 5.0  # steady state before the fault: the throughput baseline
@@ -118,14 +119,14 @@ def margin(bound: float) -> float:
     return min(0.5 * bound, 30.0) + 2.0
 
 
-def play(run, scenario: Scenario):
-    """Run one scenario on ``run`` (a ScenarioRun made for it); returns the Result."""
+def play(run: Run, scenario: Scenario):
+    """Run one scenario on ``run`` (a ``Run``, ``ndbchaos.recording``); returns its Result."""
     cluster = run.cluster
     fault = scenario.fault(cluster, run.rng)
     plan = scenario.plan(cluster, fault)
-    run.expect(plan)
+    run.rec.expect(plan)
 
-    with run.phase("baseline", f"steady {run.workload.name} load"):
+    with run.rec.phase("baseline", f"steady {run.workload.name} load"):
         run.start_load()
         run.hold(scenario.baseline_s)
 
@@ -133,35 +134,35 @@ def play(run, scenario: Scenario):
     return run.finish()
 
 
-def cycle(run, fault, plan, hold_s: float, after_s: float) -> None:
+def cycle(run: Run, fault, plan, hold_s: float, after_s: float) -> None:
     """One fault under the running load, as its plan expects: the fault phase (inject, the
     engine's reaction, the shutdowns its rules require, ``hold_s``), the recovery phase (heal,
     restart what exited, every node healthy, every SQL node served again, ``after_s``), and the
-    check options the verdict needs for it. Marks and measurements go to ``run``."""
+    check options the verdict needs for it. Marks and measurements go to its recorder (``run.rec``)."""
     cluster = run.cluster
     exp = plan.exp
-    with run.phase("fault", f"{fault.kind} {', '.join(fault.window.targets)}"):
+    with run.rec.phase("fault", f"{fault.kind} {', '.join(fault.window.targets)}"):
         run.inject(fault)
-        start = run.mark("fault", fault.window.start)
+        start = run.rec.mark("fault", fault.window.start)
         # The engine reacts to a fault once it is in place: a kill at once, a graceful stop
         # (NDB's 'N STOP' returns when the node has handed its work over and stopped) or a
         # partition's rules after a while. Client-side figures count from the start.
-        in_place = run.mark("in_place", fault.window.applied_at or start)
+        in_place = run.rec.mark("in_place", fault.window.applied_at or start)
         if in_place - start >= 1.0:
-            run.measure("fault applied", in_place - start, "s",
+            run.rec.measure("fault applied", in_place - start, "s",
                         note="applying the fault took this long (a graceful stop hands the node's work over first)")
         _observe_reaction(run, plan, start, in_place)
         _wait_shut_down(run, plan, in_place)
         run.hold(hold_s)
 
-    with run.phase("recovery", f"heal: {exp.recovery}"):
-        heal = run.mark("heal", run.clock.now())
+    with run.rec.phase("recovery", f"heal: {exp.recovery}"):
+        heal = run.rec.mark("heal", run.clock.now())
         run.heal(fault)  # may itself restart nodes (NDB: those excluded while cut off)
         run.recover_exited()
         st, _ = run.wait_healthy(exp.recovery_bound_s + margin(exp.recovery_bound_s))
-        healthy = run.mark("healthy", st.t if st is not None else None)
+        healthy = run.rec.mark("healthy", st.t if st is not None else None)
         if healthy is not None:
-            run.measure("recovery", healthy - heal, "s", bound=exp.recovery_bound_s,
+            run.rec.measure("recovery", healthy - heal, "s", bound=exp.recovery_bound_s,
                         note=f"heal began ({exp.recovery}) -> every node healthy")
             for name in plan.sql_nodes:  # judged by the verdict: served again within the bound
                 run.runner.wait_ok(name, after=healthy, timeout=exp.detection_bound_s + 1.0)
@@ -171,40 +172,40 @@ def cycle(run, fault, plan, hold_s: float, after_s: float) -> None:
     # (the expectation may say otherwise: a graceful shutdown completes a last checkpoint, 0 s)
     window = None if exp.cluster_survives else exp.details.get(
         "gcp_loss_window_s", cluster.engine.crash_loss_window_s(cluster.options))
-    if window is not None and run.marks.get("stopped_serving") is not None:
+    if window is not None and run.rec.marks.get("stopped_serving") is not None:
         # The crash that matters for durability is when the cluster stopped committing (the
         # last acknowledged operation), not when the fault began: a node group's survivors, or
         # both halves of a split, still acknowledge commits until they shut down.
-        run.set_check_options(gcp_loss_window_s=window, cluster_crash_at=run.marks["stopped_serving"])
+        run.rec.set_check_options(gcp_loss_window_s=window, cluster_crash_at=run.rec.marks["stopped_serving"])
     allowed = exp.details.get("allowed_error_classes")
     if allowed:
-        run.set_check_options(allowed_error_classes=list(allowed))
+        run.rec.set_check_options(allowed_error_classes=list(allowed))
 
 
-def _observe_reaction(run, plan, start: float, in_place: float) -> None:
+def _observe_reaction(run: Run, plan, start: float, in_place: float) -> None:
     exp = plan.exp
     det = exp.detection_bound_s
     if not plan.engine_reacts:
         windows = run.cluster.journal.windows()
-        run.mark("reacted", windows[-1].effective_at if windows else in_place)
+        run.rec.mark("reacted", windows[-1].effective_at if windows else in_place)
         return
     if exp.cluster_survives:
         left = max(1.0, det + margin(det) - (run.clock.now() - in_place))
         st, _ = run.wait_status(lambda s: run.cluster.engine.loss_detected(s, plan.lost), left,
                                 f"the cluster excludes {', '.join(plan.lost)} and serves")
-        reacted = run.mark("reacted", st.t if st is not None else None)
+        reacted = run.rec.mark("reacted", st.t if st is not None else None)
         if reacted is not None:
-            run.measure("detection", reacted - in_place, "s", bound=det,
+            run.rec.measure("detection", reacted - in_place, "s", bound=det,
                         note="fault in place -> the survivors re-formed without the lost nodes (status poll)")
         return
     stopped_at = wait_stopped_serving(run, plan.sql_nodes, start, det + margin(det))
-    run.mark("stopped_serving", stopped_at)
+    run.rec.mark("stopped_serving", stopped_at)
     if stopped_at is not None:
-        run.measure("stopped serving", stopped_at - start, "s", bound=det,
+        run.rec.measure("stopped serving", stopped_at - start, "s", bound=det,
                     note="fault -> last successful operation anywhere")
 
 
-def _wait_shut_down(run, plan, in_place: float) -> None:
+def _wait_shut_down(run: Run, plan, in_place: float) -> None:
     """The nodes the engine's rules say must shut themselves down (``details["shut_down"]``,
     e.g. NDB data nodes that lose arbitration): wait for their decision before the heal, so that
     what is healed is what the rules produced."""
@@ -213,17 +214,17 @@ def _wait_shut_down(run, plan, in_place: float) -> None:
     if not shut:
         return
     bound = float(plan.exp.details.get("decision_bound_s") or plan.exp.detection_bound_s)
-    with run.step(f"wait until {', '.join(shut)} shut down (bound {bound:.0f} s)"):
+    with run.rec.step(f"wait until {', '.join(shut)} shut down (bound {bound:.0f} s)"):
         left = in_place + bound + margin(bound) - run.clock.now()
         down = wait_until(lambda: all(cluster.engine.process_stopped(cluster, cluster.topology.node(n))
                                       for n in shut), max(left, 0.0), poll=0.2)
-        t = run.mark("shut_down", run.clock.now() if down else None)
+        t = run.rec.mark("shut_down", run.clock.now() if down else None)
         if t is not None:
-            run.measure("shut down", t - in_place, "s", bound=bound,
+            run.rec.measure("shut down", t - in_place, "s", bound=bound,
                         note=f"fault in place -> {', '.join(shut)} stopped by their own decision")
 
 
-def wait_stopped_serving(run, nodes, since: float, timeout: float, quiet: float = 1.5):
+def wait_stopped_serving(run: Run, nodes, since: float, timeout: float, quiet: float = 1.5):
     """Wait until no SQL node has succeeded for ``quiet`` seconds; return the time of the last
     success (run clock), or None if clients kept succeeding for ``timeout`` seconds."""
     def stopped():

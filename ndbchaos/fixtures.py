@@ -24,7 +24,6 @@ from .driver import play as drive
 from .engines import get_engine
 from .engines.choose import resolve_engine
 from .errors import NdbChaosError, UsageError
-from .families import FAMILIES
 from .faults.toxiproxy import with_toxiproxy
 from .gate import load as load_gate
 from .gate.evaluate import Run, measure
@@ -190,19 +189,25 @@ def scenario_run(cluster: ClusterHandle, request):
     """Factory of ScenarioRun bound to the session cluster; every run is closed on every path out."""
     opt = request.config.getoption
     runs = []
-    report.labels(cluster.engine.name, [m.name for m in request.node.iter_markers() if m.name in FAMILIES])
 
     def make(workload: str = "ledger", **kw) -> ScenarioRun:
         kw.setdefault("processes", opt("--load-processes"))
         kw.setdefault("connections", opt("--load-connections"))
         kw.setdefault("seed", opt("--seed"))
+        kw.setdefault("listeners", (report.AllureSteps(),))  # the run's steps as Allure steps
         run = ScenarioRun(cluster, workload, **kw)
+        report.title(run.title)
         runs.append(run)
         return run
 
     yield make
     for run in runs:
-        run.close()
+        incomplete = run.close()
+        if incomplete is not None:  # a run that never reached its verdict: the evidence so far
+            try:
+                report.attach_incomplete(incomplete)
+            except Exception as e:  # evidence is best effort on a failed run
+                say(request.config, f"ndbchaos: attaching the evidence of the incomplete run failed: {e}")
 
 
 def play(cluster: ClusterHandle, scenario_run, request, state: dict):
@@ -221,8 +226,6 @@ def play(cluster: ClusterHandle, scenario_run, request, state: dict):
         run = scenario_run(sc.workload, workload_params=dict(sc.workload_params), title=sc.title,
                            via_proxy=sc.route(cluster), client=client,
                            scenario=_scenario_id(request, sc.name, sc.family), **shape)
-        if request.node.get_closest_marker(sc.family) is None:  # e.g. a txn scenario: its fault's family
-            report.labels(cluster.engine.name, [sc.family])
         try:
             res = operate(run, sc) if isinstance(sc, Operation) else drive(run, sc)
         except UsageError as e:  # bad input to a declaration: one line, nothing was started
@@ -257,10 +260,11 @@ def _scenario_id(request, name: str, family: str) -> ScenarioId:
 
 
 def _judged(request, cluster: ClusterHandle, res, run, state: dict):
-    """A finished run: its gate rows and trend in the report, its line for the terminal, then its
-    verdict asserted."""
+    """A finished run: its report (from the result alone), its gate rows and trend, its line for
+    the terminal, then its verdict asserted."""
+    report.attach_result(res)
     name = run.scenario.name if run.scenario else request.node.name
-    state.setdefault("lines", {})[request.node.nodeid] = scenario_line(name, run.measurements, res.verdict)
+    state.setdefault("lines", {})[request.node.nodeid] = scenario_line(name, res.measurements, res.verdict)
     gate = request.config.pluginmanager.get_plugin("ndbchaos-gate")
     if gate is not None:
         rows, text = gate.add(request.node, res.history, res.verdict)

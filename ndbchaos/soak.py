@@ -22,7 +22,7 @@ pause and hold, and the seed its targets are drawn with. The same seed gives the
 (the targets follow from it and the cluster's layout). ``play_soak`` starts the load, then plays
 the schedule one fault at a time, each healed and the cluster healthy again before the next
 pause, until the duration is used up; the load goes on until then. Each fault is one step of the
-run record, with its own plan, marks and check options (``ScenarioRun.fault_step``); the verdict
+run record, with its own plan, marks and check options (``Recorder.fault_step``); the verdict
 judges the whole history (durability, errors, availability over the run) and each step on its
 own time span (its expectation: detection, outage per serving SQL node, recovery, served again).
 
@@ -41,6 +41,7 @@ from typing import Iterator
 from .driver import Scenario, cycle
 from .errors import UsageError
 from .handle import ClusterHandle
+from .recording import Run
 
 SOAK_S = 600.0  # the default duration: ten minutes (pytest --soak-duration)
 PAUSE_S = (5.0, 12.0)  # load without a fault before each one: the fault's baseline
@@ -143,8 +144,8 @@ def schedule(soak: Soak, seed: int, cluster: ClusterHandle) -> Iterator[Step]:
                        rng.randrange(1 << 30))
 
 
-def play_soak(run, soak: Soak, duration_s: float):
-    """Play ``soak`` on ``run`` (a ScenarioRun made for it) for ``duration_s`` seconds of load;
+def play_soak(run: Run, soak: Soak, duration_s: float):
+    """Play ``soak`` on ``run`` (a ``Run`` made for it) for ``duration_s`` seconds of load;
     returns the Result. A fault begins only while its pause ends within the duration; the last
     one is healed and recovered even if that takes the run past it."""
     cluster = run.cluster
@@ -156,15 +157,15 @@ def play_soak(run, soak: Soak, duration_s: float):
     menu = {sc.name: sc for sc in on.scenarios}
     steps = schedule(soak, run.seed, cluster)
     played: list[dict] = []
-    run.declare_soak({"name": soak.name, "duration_s": duration_s, "seed": run.seed, "menu": sorted(menu),
+    run.rec.declare_soak({"name": soak.name, "duration_s": duration_s, "seed": run.seed, "menu": sorted(menu),
                       "left_out": [{"scenario": x.scenario, "why": x.why} for x in on.left_out],
                       "via_proxy": on.via_proxy, "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s)})
-    run.measure("clients", on.route, note="through the proxies when a fault of the menu acts on the clients' path "
+    run.rec.measure("clients", on.route, note="through the proxies when a fault of the menu acts on the clients' path "
                 "(it reaches only clients that go through them)")
     if on.left_out:
-        run.measure("left out of the menu", len(on.left_out), note="; ".join(x.why for x in on.left_out))
+        run.rec.measure("left out of the menu", len(on.left_out), note="; ".join(x.why for x in on.left_out))
     probe = MemoryProbe(run.clock, run.runner.worker_pids)
-    with run.phase("baseline", f"steady {run.workload.name} load"):
+    with run.rec.phase("baseline", f"steady {run.workload.name} load"):
         run.start_load()
         probe.start()
     end = run.clock.now() + duration_s
@@ -177,21 +178,22 @@ def play_soak(run, soak: Soak, duration_s: float):
             plan = sc.plan(cluster, fault)
             info = {**step.to_dict(), "family": sc.family, "targets": list(fault.window.targets)}
             played.append(info)
-            with run.step(f"fault {step.index}: {sc.name} on {', '.join(info['targets'])}"), \
-                    run.fault_step(info, plan):
-                with run.phase("pause", f"load without a fault before fault {step.index}"):
+            with run.rec.step(f"fault {step.index}: {sc.name} on {', '.join(info['targets'])}"), \
+                    run.rec.fault_step(info, plan):
+                with run.rec.phase("pause", f"load without a fault before fault {step.index}"):
                     run.hold(step.pause_s)
                 cycle(run, fault, plan, step.hold_s, soak.after_s)
-        with run.phase("steady", "load until the duration is up"):
+        with run.rec.phase("steady", "load until the duration is up"):
             run.hold(max(0.0, end - run.clock.now()))
     finally:
         probe.stop()
-        run.keep_memory(probe.samples)
-    run.measure("faults", len(played), note=f"of {len({p['scenario'] for p in played})} kinds, as the seed drew them")
+        run.rec.keep_memory(probe.samples)
+    kinds = len({p["scenario"] for p in played})
+    run.rec.measure("faults", len(played), note=f"of {kinds} kinds, as the seed drew them")
     growth = memory_growth(probe.samples)
     if growth is not None:
-        run.measure("controller memory after the first minute", growth["first_mb"], "MB")
-        run.measure("controller memory at the end", growth["last_mb"], "MB",
+        run.rec.measure("controller memory after the first minute", growth["first_mb"], "MB")
+        run.rec.measure("controller memory at the end", growth["last_mb"], "MB",
                     note=f"{growth['growth_pct']:+.1f} % from {growth['at_s']:.0f} s into the run")
     return run.finish()
 

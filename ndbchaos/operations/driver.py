@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..driver import AFTER_S, BASELINE_S, HOLD_S, Scenario, cycle, margin
+from ..recording import Run
 from ..waiting import wait_until
 from .procedure import Context, Procedure, StepFailed, StepRecord, one_line
 
@@ -52,8 +53,8 @@ class Operation(Scenario):
     fault_when: Callable | None = None  # (Context) -> bool: the fault waits for it, then fault_delay_s
 
 
-def play(run, op: Operation):
-    """Run one operation on ``run`` (a ScenarioRun made for it); returns the Result."""
+def play(run: Run, op: Operation):
+    """Run one operation on ``run`` (a ``Run`` made for it); returns its Result."""
     cluster = run.cluster
     proc: Procedure = op.procedure(cluster, run.rng)
     if op.fault_step is not None:
@@ -61,12 +62,12 @@ def play(run, op: Operation):
     ctx = Context(cluster, run.clock)
     try:
         if proc.prepare is not None:
-            with run.step(f"prepare {proc.name}"):
+            with run.rec.step(f"prepare {proc.name}"):
                 proc.prepare(ctx)
         # the fault's targets are drawn now (recorded with the seed); its plan when its step
         # begins, from the cluster as the procedure has made it (a new node group counts)
         fault = op.fault(cluster, run.rng) if op.fault_step is not None else None
-        with run.phase("baseline", f"steady {run.workload.name} load"):
+        with run.rec.phase("baseline", f"steady {run.workload.name} load"):
             run.start_load()
             run.hold(op.baseline_s)
         records: list[StepRecord] = []
@@ -78,13 +79,13 @@ def play(run, op: Operation):
                                           max_outage_s=step.max_outage_s))
                 continue
             with_fault = fault if step.name == op.fault_step else None
-            with run.phase(f"step: {step.name}", step.description):
+            with run.rec.phase(f"step: {step.name}", step.description):
                 rec = _play_step(run, ctx, step, with_fault, op)
             records.append(rec)
             log.info("step %s: %s (%s)", step.name, rec.outcome, rec.detail)
             if rec.outcome != "done" and step.stop_if_not_done:
                 stopped = f"{step.name} {rec.outcome}"
-        with run.phase("after", "every node healthy, the procedure's outcomes, load"):
+        with run.rec.phase("after", "every node healthy, the procedure's outcomes, load"):
             run.recover_exited()
             run.wait_healthy(120.0)
             outcomes = []
@@ -94,28 +95,28 @@ def play(run, op: Operation):
                                  "holds": bool(faulted is not None and faulted.fault_hit),
                                  "detail": (faulted.fault if faulted is not None else None) or "the step was not run"})
             for o in proc.outcomes:
-                with run.step(f"observe: {o.name}"):
+                with run.rec.step(f"observe: {o.name}"):
                     try:
                         holds, detail = o.observe(ctx)
                     except Exception as e:  # an observation that fails is not a verdict of False
                         holds, detail = None, f"could not be observed: {type(e).__name__}: {one_line(str(e))}"
                 outcomes.append({"name": o.name, "holds": holds, "detail": detail})
             run.hold(op.after_s)
-        run.record_procedure({"name": proc.name, "steps": [r.to_json() for r in records], "outcomes": outcomes,
+        run.rec.record_procedure({"name": proc.name, "steps": [r.to_json() for r in records], "outcomes": outcomes,
                               **({"backup": ctx.backup} if ctx.backup is not None else {})})
         for r in records:
-            run.measure(f"step {r.name}", r.end - r.start, "s", note=f"{r.outcome}: {r.detail}")
+            run.rec.measure(f"step {r.name}", r.end - r.start, "s", note=f"{r.outcome}: {r.detail}")
         return run.finish()
     finally:
         if proc.cleanup is not None:
-            with run.step(f"clean up after {proc.name}"):
+            with run.rec.step(f"clean up after {proc.name}"):
                 try:
                     proc.cleanup(ctx)
                 except Exception as e:  # said, and the next test's reset finds what is left
                     log.warning("cleanup of %s failed: %s", proc.name, e)
 
 
-def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
+def _play_step(run: Run, ctx: Context, step, fault, op: Operation) -> StepRecord:
     start = run.clock.now()
     if fault is None:
         outcome, detail = _act(step, ctx)
@@ -135,7 +136,7 @@ def _play_step(run, ctx: Context, step, fault, op: Operation) -> StepRecord:
     # the procedure's steps before it (a lock on the issuing SQL node's table) are not its doing
     info = {"index": 1, "scenario": op.name, "family": op.expectation or op.family,
             "targets": [t.name for t in fault.targets], "during": step.name}
-    with run.fault_step(info, plan):
+    with run.rec.fault_step(info, plan):
         worker.start()
         if op.fault_when is not None:
             wait_until(lambda: not worker.is_alive() or bool(op.fault_when(ctx)), STEP_JOIN_S, poll=0.1)

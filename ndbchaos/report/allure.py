@@ -1,7 +1,13 @@
-"""Everything ndbchaos writes into the Allure report: phases as steps, attachments, the
+"""Everything ndbchaos writes into the Allure report of a run: its steps, attachments, the
 description table, labels, and the results folder's environment, categories and executor files.
 
-Nothing else imports ``allure``. When allure-pytest is absent every call is a no-op.
+A scenario's report is rendered from its ``Result`` (``ndbchaos.outcome``: the history, the run
+record and the verdict) and nothing else, through a ``Sink``: the live one (``LIVE``) writes with
+``allure`` into the running test, ``ndbchaos.report.rebuild`` writes a results folder from a saved
+run. So the rebuilt report is the live one. The live steps come from ``AllureSteps``, a listener
+on the run's recorder.
+
+Nothing else imports ``allure``. When allure-pytest is absent every live call is a no-op.
 """
 
 from __future__ import annotations
@@ -12,45 +18,100 @@ import json
 import os
 import platform
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..checks.verdict import RunVerdict, word
+from ..families import FAMILIES
 from .plot import memory_png, timeline_png
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..handle import ClusterHandle
+    from ..outcome import Incomplete, Result
+    from ..record import RunRecord
 
 try:
     import allure
+    from allure_commons.types import AttachmentType
 except ImportError:  # pragma: no cover - allure-pytest is a dependency
     allure = None
+    AttachmentType = None
 
 #: the checkers whose names are the report's failure categories (``categories.json``)
 CHECKERS = ("expectation", "durability", "invariant", "transactions", "availability", "errors", "latency")
+
+
+class Sink(Protocol):
+    """Where a report goes: the running test (``LIVE``) or a results folder (``report.rebuild``)."""
+
+    def attach(self, body: str | bytes, name: str, kind, extension: str | None = None) -> None: ...
+
+    def title(self, text: str) -> None: ...
+
+    def label(self, name: str, value: str) -> None: ...
+
+    def description(self, markdown: str) -> None: ...
+
+    def parameter(self, name: str, value) -> None: ...
+
+
+class _Live:
+    """The running test's report, through ``allure`` (no-ops without allure-pytest)."""
+
+    def attach(self, body, name, kind, extension=None):
+        if allure:
+            allure.attach(body, name=name, attachment_type=kind, extension=extension)
+
+    def title(self, text):
+        if allure and text:
+            allure.dynamic.title(text)
+
+    def label(self, name, value):
+        if allure:
+            allure.dynamic.label(name, value)
+
+    def description(self, markdown):
+        if allure:
+            allure.dynamic.description(markdown)
+
+    def parameter(self, name, value):
+        if allure:
+            # excluded from the history id: a measured figure differs every run, and the id must
+            # not, or Allure could never link a scenario's runs into a history
+            allure.dynamic.parameter(name, value, excluded=True)
+
+
+LIVE: Sink = _Live()
+
+
+class AllureSteps:
+    """A listener on a run's recorder (``ndbchaos.recording``): each step an Allure step."""
+
+    def step(self, title: str):
+        return step(title)
 
 
 def step(title: str):
     return allure.step(title) if allure else contextlib.nullcontext()
 
 
-def attach_json(obj, name: str) -> None:
-    if allure:
-        allure.attach(json.dumps(obj, indent=2, default=str), name=name, attachment_type=allure.attachment_type.JSON)
+def _kind(name: str):
+    return getattr(AttachmentType, name) if AttachmentType is not None else None
 
 
-def attach_text(text: str, name: str) -> None:
-    if allure:
-        allure.attach(text, name=name, attachment_type=allure.attachment_type.TEXT)
+def attach_json(obj, name: str, sink: Sink = LIVE) -> None:
+    sink.attach(json.dumps(obj, indent=2, default=str), name, _kind("JSON"))
 
 
-def attach_svg(text: str, name: str) -> None:
-    if allure:
-        allure.attach(text, name=name, attachment_type=allure.attachment_type.SVG)
+def attach_text(text: str, name: str, sink: Sink = LIVE) -> None:
+    sink.attach(text, name, _kind("TEXT"))
 
 
-def attach_png(data: bytes, name: str) -> None:
-    if allure:
-        allure.attach(data, name=name, attachment_type=allure.attachment_type.PNG)
+def attach_svg(text: str, name: str, sink: Sink = LIVE) -> None:
+    sink.attach(text, name, _kind("SVG"))
+
+
+def attach_png(data: bytes, name: str, sink: Sink = LIVE) -> None:
+    sink.attach(data, name, _kind("PNG"))
 
 
 #: the names of a run's saved history: JSON Lines, or the columnar file for a large run
@@ -60,34 +121,40 @@ RUN_ATTACHMENTS = ("run.jsonl", "run.nch")
 COLUMNAR_ABOVE = 200_000
 
 
-def attach_history(history, name: str | None = None) -> None:
+def attach_history(history, name: str | None = None, sink: Sink = LIVE) -> None:
     """The history with its run record in the header: ``ndbchaos check`` on this file gives the
     run's verdict again (``run.jsonl``; ``run.nch``, columnar, above ``COLUMNAR_ABOVE`` ops)."""
-    if not allure:
+    if sink is LIVE and not allure:
         return
     if len(history) > COLUMNAR_ABOVE:
         import tempfile
         with tempfile.TemporaryDirectory(prefix="ndbchaos-attach-") as d:
-            path = f"{d}/run.nch"
-            history.write(path, format="columnar")
-            allure.attach.file(path, name=name or RUN_ATTACHMENTS[1], extension="nch")
+            path = Path(d) / "run.nch"
+            history.write(str(path), format="columnar")
+            sink.attach(path.read_bytes(), name or RUN_ATTACHMENTS[1], None, "nch")
         return
     buf = io.StringIO()
     history.dump(buf)
-    allure.attach(buf.getvalue(), name=name or RUN_ATTACHMENTS[0], attachment_type=allure.attachment_type.TEXT,
-                  extension="jsonl")
+    sink.attach(buf.getvalue(), name or RUN_ATTACHMENTS[0], _kind("TEXT"), "jsonl")
 
 
 def title(text: str) -> None:
-    if allure and text:
-        allure.dynamic.title(text)
+    LIVE.title(text)
 
 
-def labels(engine: str, families: list[str]) -> None:
-    if allure:
-        allure.dynamic.epic(f"engine: {engine}")
-        for fam in families:
-            allure.dynamic.feature(fam)
+def families_of(record: RunRecord) -> list[str]:
+    """The families a run belongs to: its scenario's, then its test's family markers."""
+    sc = record.scenario
+    if sc is None:
+        return []
+    return list(dict.fromkeys([f for f in (sc.family, *sc.markers) if f in FAMILIES]))
+
+
+def labels(record: RunRecord, sink: Sink = LIVE) -> None:
+    """The engine as the epic, each family a feature."""
+    sink.label("epic", f"engine: {record.engine}")
+    for fam in families_of(record):
+        sink.label("feature", fam)
 
 
 def _md(text) -> str:
@@ -98,52 +165,67 @@ def _md(text) -> str:
     return s
 
 
-def describe(heading: str, measurements: dict, verdict: RunVerdict | None) -> None:
+def describe(heading: str, measurements: dict, verdict: RunVerdict | None, sink: Sink = LIVE) -> None:
     """The test's description: the heading, the measurement table and the verdict's lines; every
     numeric measurement also becomes a parameter "<name> [<unit>]" (what the trend graphs use)."""
-    if not allure:
-        return
     rows = "\n".join(
         f"| {m.name} | {_md(f'{m.value} {m.unit}')} | "
         f"{'' if m.bound is None else f'{m.bound:g} {m.unit}'} | {_md(m.note)} |"
         for m in measurements.values())
     lines = "\n".join(f"* {_md(x)}" for x in (verdict.summary if verdict is not None else []))
-    allure.dynamic.description(f"{heading}\n\n| measurement | value | bound | note |\n|---|---|---|---|\n{rows}\n\n"
-                               f"**verdict**\n\n{lines}\n")
+    sink.description(f"{heading}\n\n| measurement | value | bound | note |\n|---|---|---|---|\n{rows}\n\n"
+                     f"**verdict**\n\n{lines}\n")
     for m in measurements.values():
         if isinstance(m.value, (int, float)) and not isinstance(m.value, bool):
-            # excluded from the history id: a measured figure differs every run, and the id must
-            # not, or Allure could never link a scenario's runs into a history
-            allure.dynamic.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value, excluded=True)
+            sink.parameter(f"{m.name} [{m.unit}]" if m.unit else m.name, m.value)
 
 
-def attach_result(run, result) -> None:
-    """A finished scenario run: description, timeline, verdict and the evidence."""
-    if not allure:
+def _heading(record: RunRecord, ops: int | None) -> str:
+    return (f"{(record.title + chr(10) * 2) if record.title else ''}engine **{record.engine}**, project "
+            f"`{record.project}`, seed {record.seed}" + (f", {ops} operations" if ops is not None else ""))
+
+
+def _states(record: RunRecord) -> list[dict]:
+    """The node states as they changed (the timeline's lanes), oldest first."""
+    return sorted(({"t": t, "node": node, "state": state, "healthy": healthy}
+                   for node, lane in record.node_states.items() for t, state, healthy in lane),
+                  key=lambda x: (x["t"], x["node"]))
+
+
+def attach_result(result: Result, sink: Sink = LIVE) -> None:
+    """A finished scenario run, from its result alone: title, labels, description, timeline,
+    verdict and the evidence (``ndbchaos report`` renders a saved run the same way)."""
+    if sink is LIVE and not allure:
         return
-    describe(f"{(run.title + chr(10) * 2) if run.title else ''}engine **{run.cluster.engine.name}**, project "
-             f"`{run.cluster.project}`, seed {run.seed}, {len(result.history)} operations",
-             run.measurements, result.verdict)
-    attach_json(result.status_after, "node states after")
+    record = result.record
+    sink.title(record.title)
+    labels(record, sink)
+    describe(_heading(record, len(result.history)), result.measurements, result.verdict, sink)
+    attach_json(record.status_before, "node states before", sink)
+    attach_json(record.topology, "topology", sink)
+    attach_json(record.status_after, "node states after", sink)
     try:
-        attach_png(timeline_png(result.verdict, result.history, result.windows, run.observer.lanes(),
-                                title=run.title or run.workload.name, events=result.events, phases=result.phases),
-                   "timeline")
+        attach_png(timeline_png(result.verdict, result.history, record.windows,
+                                {k: [tuple(x) for x in v] for k, v in record.node_states.items()},
+                                title=record.title or record.workload, events=record.events or [],
+                                phases=record.phases), "timeline", sink)
     except Exception as e:  # a plot failure must not hide the verdict
-        attach_text(f"timeline plot failed: {e}", "timeline error")
-    if run.soak is not None:
-        attach_soak(run, result)
-    attach_transactions(result.verdict)
-    attach_json(result.verdict.to_json(), "verdict")
-    attach_json([p.to_json() for p in result.phases], "phases")
-    attach_json({k: m.__dict__ for k, m in run.measurements.items()}, "measurements")
-    attach_json(run.observer.to_json(), "status samples")
-    attach_json(run.cluster.journal.events(since=run.t0), "framework events")
-    attach_json(result.events, f"{run.cluster.engine.name} log events")
-    attach_history(result.history)
+        attach_text(f"timeline plot failed: {e}", "timeline error", sink)
+    if record.soak is not None:
+        attach_soak(result, sink)
+    attach_transactions(result.verdict, sink)
+    attach_json(result.verdict.to_json(), "verdict", sink)
+    attach_json(record.windows, "fault windows", sink)
+    attach_json([p.to_json() for p in record.phases], "phases", sink)
+    attach_json({k: m.to_json() for k, m in result.measurements.items()}, "measurements", sink)
+    attach_json(_states(record), "node states", sink)
+    attach_json(record.cluster_samples, "status samples", sink)
+    attach_json(record.framework_events, "framework events", sink)
+    attach_json(record.events or [], f"{record.engine} log events", sink)
+    attach_history(result.history, sink=sink)
 
 
-def attach_transactions(verdict: RunVerdict) -> None:
+def attach_transactions(verdict: RunVerdict, sink: Sink = LIVE) -> None:
     """A transactional run: every anomaly type found, allowed by the engine's promise or not, in
     words (which transactions, which edge, which key and value, why) and its cycle as a picture."""
     tv = verdict.transactions
@@ -151,17 +233,17 @@ def attach_transactions(verdict: RunVerdict) -> None:
         return
     if not tv.decided:  # a checker that could not decide: its summary says why
         check = verdict.checks["transactions"]
-        attach_text(f"{check.valid}: {check.summary}\n", "transactions: anomalies")
+        attach_text(f"{check.valid}: {check.summary}\n", "transactions: anomalies", sink)
         return
     head = (f"model {tv.model}; promised {', '.join(tv.consistency_models)}"
             f"{' (' + tv.promise + ')' if tv.promise else ''}\n"
             f"found: {tv.found_text()}\n"
             f"not: {', '.join(tv.not_) or '-'}; also not: {', '.join(tv.also_not) or '-'}\n")
     attach_text(head + "".join(f"\n{e['type']}\n{e['explanation']}\n" for e in tv.examples),
-                "transactions: anomalies")
+                "transactions: anomalies", sink)
     for e in tv.examples:
         if e.get("svg"):
-            attach_svg(e["svg"], f"transactions: {e['type']} cycle")
+            attach_svg(e["svg"], f"transactions: {e['type']} cycle", sink)
 
 
 def faults_table(verdict: RunVerdict) -> str:
@@ -176,31 +258,37 @@ def faults_table(verdict: RunVerdict) -> str:
     return "\n".join(rows) + "\n"
 
 
-def attach_soak(run, result) -> None:
+def attach_soak(result: Result, sink: Sink = LIVE) -> None:
     """A soak's own evidence: the schedule as played, each fault's verdict, resident memory."""
-    attach_text(faults_table(result.verdict), "faults")
-    attach_json(run.soak, "soak schedule")
-    attach_json(run.memory, "memory samples")
+    record = result.record
+    attach_text(faults_table(result.verdict), "faults", sink)
+    attach_json(record.soak, "soak schedule", sink)
+    attach_json(record.memory, "memory samples", sink)
     try:
-        attach_png(memory_png(run.memory, result.windows, f"{run.title or 'soak'}: resident memory"), "memory")
+        attach_png(memory_png(record.memory, record.windows, f"{record.title or 'soak'}: resident memory"),
+                   "memory", sink)
     except Exception as e:  # a plot failure must not hide the verdict
-        attach_text(f"memory plot failed: {e}", "memory error")
+        attach_text(f"memory plot failed: {e}", "memory error", sink)
 
 
-def attach_incomplete(run, history, events) -> None:
+def attach_incomplete(incomplete: Incomplete, sink: Sink = LIVE) -> None:
     """A run that did not reach its verdict (an error, a timeout): the evidence so far."""
-    if not allure:
+    if sink is LIVE and not allure:
         return
-    windows = [w.to_dict() for w in run.cluster.journal.windows(since=run.t0)]
-    attach_json(windows, "fault windows (incomplete run)")
-    attach_json([p.to_json() for p in run.phases], "phases (incomplete run)")
-    attach_json(dict(run.marks), "marks (incomplete run)")
-    attach_json({k: m.__dict__ for k, m in run.measurements.items()}, "measurements (incomplete run)")
-    attach_json(run.observer.to_json(), "status samples (incomplete run)")
-    attach_json(run.cluster.journal.events(since=run.t0), "framework events (incomplete run)")
-    attach_json(events, f"{run.cluster.engine.name} log events (incomplete run)")
-    if history is not None:
-        attach_history(history, "run (incomplete run)")
+    record = incomplete.record
+    sink.title(record.title)
+    labels(record, sink)
+    attach_json(record.status_before, "node states before (incomplete run)", sink)
+    attach_json(record.windows, "fault windows (incomplete run)", sink)
+    attach_json([p.to_json() for p in record.phases], "phases (incomplete run)", sink)
+    attach_json(dict(record.marks), "marks (incomplete run)", sink)
+    attach_json({k: m.to_json() for k, m in record.measurements.items()}, "measurements (incomplete run)", sink)
+    attach_json(_states(record), "node states (incomplete run)", sink)
+    attach_json(record.cluster_samples, "status samples (incomplete run)", sink)
+    attach_json(record.framework_events, "framework events (incomplete run)", sink)
+    attach_json(record.events or [], f"{record.engine} log events (incomplete run)", sink)
+    if incomplete.history is not None:
+        attach_history(incomplete.history, "run (incomplete run)", sink)
 
 
 def write_results_metadata(alluredir: Path, engine_choice: str = "", cluster: ClusterHandle | None = None,

@@ -1,6 +1,7 @@
 """The driver plays a declaration on a ScenarioRun: phases, marks, measurements and the options
 handed to the checkers. The run is an autospec of ScenarioRun, so the driver can only call what a
-real run has (a renamed or missing method fails here, not on a real cluster)."""
+real run has (a renamed or missing method fails here, not on a real cluster); its recorder is a
+real one, which the assertions read."""
 
 from types import SimpleNamespace
 from unittest import mock
@@ -9,6 +10,7 @@ import pytest
 
 from ndbchaos import driver
 from ndbchaos.engines.base import ClusterStatus, Expectation
+from ndbchaos.recording import Recorder
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import DATA, SQL, Node, Topology
 
@@ -39,9 +41,7 @@ def _run(exp: Expectation, status_t=103.0):
     run = mock.create_autospec(ScenarioRun, instance=True)
     run.cluster, run.clock, run.rng = cluster, Clock(), mock.Mock()
     run.workload = SimpleNamespace(name="ledger")
-    run.marks, run.check_options = {}, {}
-    run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
-    run.set_check_options.side_effect = lambda **kw: run.check_options.update(kw)
+    run.rec = Recorder(run.clock)
     st = ClusterStatus(status_t, [], True, [])
     run.wait_status.return_value = (st, 1.0)
     run.wait_healthy.return_value = (st, 5.0)
@@ -57,13 +57,13 @@ def test_a_surviving_fault_marks_every_moment_and_hands_over_to_finish():
     sc = driver.Scenario("kill", "datanode_loss", "t", fault=lambda c, rng: _fault([c.topology.node("data1")]),
                          baseline_s=0, hold_s=0, after_s=0)
     assert driver.play(run, sc) == "result"
-    assert set(run.marks) == {"fault", "in_place", "reacted", "heal", "healthy"}
-    assert run.marks["fault"] == 101.0 and run.marks["in_place"] == 101.2 and run.marks["reacted"] == 103.0
-    names = [c.args[0] for c in run.measure.call_args_list]
+    assert set(run.rec.marks) == {"fault", "in_place", "reacted", "heal", "healthy"}
+    assert run.rec.marks["fault"] == 101.0 and run.rec.marks["in_place"] == 101.2 and run.rec.marks["reacted"] == 103.0
+    names = list(run.rec.measurements)
     assert "detection" in names and "recovery" in names
-    run.expect.assert_called_once()
-    assert run.expect.call_args.args[0].lost == ["data1"]  # the plan follows the fault's actual targets
-    assert run.check_options == {}  # the cluster survives: no crash window
+    assert run.rec.plan.lost == ["data1"]  # the plan follows the fault's actual targets
+    assert [p.name for p in run.rec.phases] == ["baseline", "fault", "recovery"]
+    assert run.rec.check_options == {}  # the cluster survives: no crash window
 
 
 def test_a_cluster_that_stops_gets_its_crash_time_and_shutdown_marked():
@@ -73,8 +73,8 @@ def test_a_cluster_that_stops_gets_its_crash_time_and_shutdown_marked():
     sc = driver.Scenario("ng", "nodegroup_loss", "t", fault=lambda c, rng: _fault([c.topology.node("data1")]),
                          baseline_s=0, hold_s=0, after_s=0)
     driver.play(run, sc)
-    assert run.marks["stopped_serving"] == 102.0 and run.marks["shut_down"] is not None
-    assert run.check_options == {"gcp_loss_window_s": 4.0, "cluster_crash_at": 102.0}
+    assert run.rec.marks["stopped_serving"] == 102.0 and run.rec.marks["shut_down"] is not None
+    assert run.rec.check_options == {"gcp_loss_window_s": 4.0, "cluster_crash_at": 102.0}
 
 
 @pytest.mark.parametrize("bound", [0.5, 10.0, 200.0])

@@ -16,6 +16,7 @@ from ndbchaos.engines.ndb.procedures import NdbProcedures, parse_ndb_desc
 from ndbchaos.errors import UsageError
 from ndbchaos.operations import Outcome, Procedure, Step, StepFailed
 from ndbchaos.operations import driver as ops
+from ndbchaos.recording import Recorder
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import DATA, SQL, Node, Topology
 
@@ -43,33 +44,22 @@ def _run():
     run = mock.create_autospec(ScenarioRun, instance=True)
     run.cluster, run.clock, run.rng = cluster, Clock(), mock.Mock()
     run.workload = SimpleNamespace(name="ledger")
-    run.marks, run.check_options = {}, {}
-    run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
+    run.rec = Recorder(run.clock)
     st = ClusterStatus(103.0, [], True, [])
     run.wait_status.return_value = (st, 1.0)
     run.wait_healthy.return_value = (st, 5.0)
     run.runner = mock.Mock()
     run.finish.return_value = "result"
-    phases = []
-    run.phase.side_effect = lambda name, description="": _Phase(phases, name)
-    run.phases_seen = phases
     return run
 
 
-class _Phase:
-    def __init__(self, seen, name):
-        self.seen, self.name = seen, name
-
-    def __enter__(self):
-        self.seen.append(self.name)
-
-    def __exit__(self, *exc):
-        return False
+def _phases(run) -> list[str]:
+    return [p.name for p in run.rec.phases]
 
 
 def _recorded(run) -> dict:
-    (proc,), _ = run.record_procedure.call_args
-    return proc
+    assert run.rec.procedure is not None, "the operation recorded no procedure"
+    return run.rec.procedure
 
 
 def _op(procedure, **kw):
@@ -84,7 +74,7 @@ def test_each_step_is_a_phase_and_the_record_holds_its_outcome_and_the_outcomes(
                        cleanup=lambda ctx: cleaned.append(True))
     run = _run()
     assert ops.play(run, _op(proc)) == "result"
-    assert run.phases_seen == ["baseline", "step: one", "step: two", "after"]
+    assert _phases(run) == ["baseline", "step: one", "step: two", "after"]
     rec = _recorded(run)
     assert [(s["name"], s["outcome"], s["detail"]) for s in rec["steps"]] == [
         ("one", "done", "did one"), ("two", "done", "did two second line")]
@@ -162,9 +152,9 @@ def test_a_fault_during_a_step_runs_its_cycle_beside_the_step_and_is_said_to_hav
     assert step["fault"].startswith("kill data1, begun")
     hit = rec["outcomes"][0]
     assert hit["name"] == "the fault hit step 'slow' while it ran" and hit["holds"] is True
-    (info, _plan), _ = run.fault_step.call_args  # judged on its own span, as a soak's faults
+    (info,) = run.rec.steps  # judged on its own span, as a soak's faults
     assert info["during"] == "slow" and info["targets"] == ["data1"]
-    run.expect.assert_not_called()
+    assert run.rec.plan is None  # the run's own expectation: none; the fault's is its step's
 
 
 def test_a_step_over_before_its_fault_was_due_is_recorded_as_missed(monkeypatch):

@@ -14,6 +14,7 @@ from ndbchaos.engines.base import ClusterStatus, Expectation
 from ndbchaos.errors import UsageError
 from ndbchaos.handle import ComposeProject
 from ndbchaos.history import ErrorInfo, History
+from ndbchaos.recording import Recorder
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import ARBITRATOR, DATA, PROXY, SQL, Node, Topology
 
@@ -149,11 +150,7 @@ def _run(duration_clock):
     run = mock.create_autospec(ScenarioRun, instance=True)
     run.cluster, run.clock, run.seed, run.via_proxy = cluster, duration_clock, 11, False
     run.workload = SimpleNamespace(name="ledger")
-    run.marks, run.check_options, run.memory = {}, {}, []
-    run.mark.side_effect = lambda name, t: run.marks.__setitem__(name, t) or t
-    run.set_check_options.side_effect = lambda **kw: run.check_options.update(kw)
-    run.declare_soak.side_effect = lambda d: setattr(run, "soak", {**d, "schedule": []})
-    run.keep_memory.side_effect = lambda samples: setattr(run, "memory", list(samples))
+    run.rec = Recorder(duration_clock)
     run.hold.side_effect = lambda s: setattr(duration_clock, "t", duration_clock.t + s)
     st = ClusterStatus(0.0, [], True, [])
     run.wait_status.return_value = (st, 1.0)
@@ -162,21 +159,7 @@ def _run(duration_clock):
     run.runner.worker_pids.return_value = []
     run.runner.last_ok.return_value = 102.0
     run.finish.return_value = "result"
-    entered = []
-
-    class Step:
-        def __init__(self, info, plan):
-            self.info = info
-
-        def __enter__(self):
-            entered.append(self.info)
-            run.soak["schedule"].append(self.info)
-            return self.info
-
-        def __exit__(self, *exc):
-            return False
-
-    run.fault_step.side_effect = Step
+    entered = run.rec.steps  # each fault's own record, as it was played
     return run, entered
 
 
@@ -196,12 +179,14 @@ def test_play_soak_plays_the_schedule_until_the_duration_is_used_up():
     assert 8 <= len(entered) <= 11
     assert [e["scenario"] for e in entered] == [s.scenario for s in islice(S.schedule(sk, 11, run.cluster),
                                                                            len(entered))]
-    assert run.soak["schedule"] == entered and run.soak["seed"] == 11 and run.soak["duration_s"] == 100.0
-    assert run.soak["via_proxy"] is False and run.soak["left_out"] == []
+    assert [(x["index"], x["scenario"]) for x in run.rec.soak["schedule"]] == [(x["index"], x["scenario"])
+                                                                            for x in entered]
+    assert run.rec.soak["seed"] == 11 and run.rec.soak["duration_s"] == 100.0
+    assert run.rec.soak["via_proxy"] is False and run.rec.soak["left_out"] == []
     assert all(e["targets"][0] in ("data1", "data2") for e in entered)
     assert run.inject.call_count == run.heal.call_count == len(entered)
     run.finish.assert_called_once()
-    assert run.memory and "controller_mb" in run.memory[-1]
+    assert run.rec.memory and "controller_mb" in run.rec.memory[-1]
 
 
 def test_the_same_seed_draws_the_same_targets():
@@ -226,11 +211,11 @@ def test_play_soak_refuses_a_run_whose_clients_do_not_take_the_route_its_menu_ne
     assert entered == [] and not run.start_load.called
     run.via_proxy = True
     S.play_soak(run, sk, 30.0)
-    assert run.soak["via_proxy"] is True and run.soak["menu"] == ["kill", "lose"]
-    assert run.soak["left_out"] == [{"scenario": "galera_only", "why": "galera_only is for galera only: not here"}]
-    measured = {c.args[0]: c for c in run.measure.call_args_list}
-    assert measured["clients"].args[1] == "through toxiproxy"
-    assert measured["left out of the menu"].args[1] == 1
+    assert run.rec.soak["via_proxy"] is True and run.rec.soak["menu"] == ["kill", "lose"]
+    assert run.rec.soak["left_out"] == [{"scenario": "galera_only", "why": "galera_only is for galera only: not here"}]
+    measured = run.rec.measurements
+    assert measured["clients"].value == "through toxiproxy"
+    assert measured["left out of the menu"].value == 1
 
 
 # -- each fault judged on its span ----------------------------------------------------------------

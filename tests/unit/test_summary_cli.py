@@ -68,7 +68,7 @@ def test_rows_are_named_by_scenario_and_transactions_are_summed_up(tmp_path, cap
 def test_the_terminal_line_of_a_scenario():
     from ndbchaos.checks import RunVerdict
     from ndbchaos.report.terminal import scenario_line
-    from ndbchaos.scenario import Measurement
+    from ndbchaos.record import Measurement
     ms = {"detection": Measurement("detection", 4.31, "s"), "outage on sql1": Measurement("outage on sql1", 0.2, "s"),
           "outage on sql2": Measurement("outage on sql2", 0.24, "s"), "recovery": Measurement("recovery", 22.3, "s")}
     line = scenario_line("kill_one_data_node", ms,

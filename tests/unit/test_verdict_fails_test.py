@@ -5,7 +5,6 @@ as test_driver.py plays one), whose ``finish`` hands back a verdict doctored to 
 unknown: the test fails, with each checker's line in its message; a valid one passes."""
 
 from types import SimpleNamespace
-from unittest import mock
 
 import pytest
 
@@ -13,7 +12,8 @@ from ndbchaos import driver, fixtures
 from ndbchaos.checks.verdict import RunVerdict, Verdict
 from ndbchaos.engines.base import Expectation
 from ndbchaos.history.core import History
-from ndbchaos.scenario import Result
+from ndbchaos.outcome import Result
+from ndbchaos.record import RunRecord
 
 from .test_driver import _fault, _run
 
@@ -32,9 +32,12 @@ def _play(tmp_path, *verdicts: Verdict):
     exp = Expectation("datanode_loss", True, True, "rule", 5.0, 30.0, "node_restart", {})
     run = _run(exp)
     run.cluster.engine.name = "ndb"
-    run.scenario, run.measurements = None, {}
+    run.scenario = None
     history = History("ledger")
-    run.finish.return_value = Result(history, RunVerdict.of(list(verdicts), "ledger", 0, {}, []), mock.Mock())
+    record = RunRecord(engine="ndb", project="p", title="kill one data node", seed=1, scenario=None, topology={},
+                       via_proxy=False, expectation=None, windows=[], phases=[], marks={}, check_options={},
+                       cluster_samples=[], status_before=None, status_after=None, events=None, framework_events=[])
+    run.finish.return_value = Result(history, RunVerdict.of(list(verdicts), "ledger", 0, {}, []), record)
     sc = driver.Scenario("kill_one", "datanode_loss", "kill one data node",
                          fault=lambda c, rng: _fault([c.topology.node("data1")]), baseline_s=0, hold_s=0, after_s=0)
     play = fixtures.play(run.cluster, lambda *a, **kw: run, _request(tmp_path), {})
