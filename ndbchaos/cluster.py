@@ -11,7 +11,6 @@ is still open on any path out.
 from __future__ import annotations
 
 import logging
-import os
 import random
 import re
 import socket
@@ -26,6 +25,7 @@ from .engines.base import ClusterStatus, Engine
 from .errors import NdbChaosError
 from .faults import netns
 from .handle import ClusterHandle
+from .settings import Settings, current
 from .topology import Node, Topology
 
 log = logging.getLogger("ndbchaos")
@@ -42,9 +42,11 @@ class ComposeCluster(ClusterHandle):
     netns_outlives_node = False  # a stopped container has no namespace left, nor rules
 
     def __init__(self, engine: Engine, options: dict | None = None, project: str | None = None,
-                 clock: RunClock | None = None):
+                 clock: RunClock | None = None, settings: Settings | None = None):
         super().__init__(engine, options, project or new_project_id(), clock)
-        self.pinned_ports: dict[str, int] = {}  # NDBCHAOS_PORT_<SERVICE> -> host port
+        #: the user's ports (NDBCHAOS_PORT_<SERVICE>): the settings handed in, else the process'
+        self.user_ports: dict[str, str] = (settings or current()).port_env
+        self.pinned_ports: dict[str, int] = {}  # NDBCHAOS_PORT_<SERVICE> -> host port we chose
 
     # -- compose ---------------------------------------------------------------------------
     @property
@@ -56,6 +58,8 @@ class ComposeCluster(ClusterHandle):
         env = self.engine.compose_env(self.options)
         env.update(self.options.get("compose_env") or {})  # overlays' variables (e.g. toxiproxy image)
         env["NDBCHAOS_PROJECT"] = self.project
+        for k, v in self.user_ports.items():
+            env.setdefault(k, v)
         for k, v in self.pinned_ports.items():
             env.setdefault(k, str(v))
         profiles = self.engine.compose_profiles(self.options)
@@ -113,7 +117,7 @@ class ComposeCluster(ClusterHandle):
                 self.engine.start(self)
                 return
             except NdbChaosError as e:
-                ours = [k for k in self.pinned_ports if k not in os.environ]
+                ours = list(self.pinned_ports)
                 if "port is already taken" not in str(e) or not ours or attempt == attempts - 1:
                     raise
                 log.warning("a chosen port was taken meanwhile; choosing again (%s)", e)
@@ -124,10 +128,10 @@ class ComposeCluster(ClusterHandle):
     def pin_ports(self) -> dict[str, int]:
         text = "".join(f.read_text() for f in self.files if f.exists())
         user = {f"NDBCHAOS_PORT_{k.upper()}": int(v) for k, v in (self.options.get("ports") or {}).items()}
-        taken = set(self.pinned_ports.values()) | set(user.values())
+        taken = set(self.pinned_ports.values()) | set(user.values()) | {int(v) for v in self.user_ports.values()}
         for name in sorted(set(re.findall(r"NDBCHAOS_PORT_([A-Z0-9_]+)", text))):
             var = f"NDBCHAOS_PORT_{name}"
-            if var in os.environ or var in user or var in self.pinned_ports:
+            if var in self.user_ports or var in user or var in self.pinned_ports:
                 continue
             port = free_port(exclude=taken)
             taken.add(port)
@@ -299,9 +303,3 @@ def free_port(exclude=(), low: int = 20000, high: int = 32000) -> int:
         return port
     raise NdbChaosError(f"no free port on 127.0.0.1 between {low} and {high}")
 
-
-def env_flag(name: str, default: bool = False) -> bool:
-    v = os.environ.get(name)
-    if v is None:
-        return default
-    return v.strip().lower() in ("1", "true", "yes", "on")

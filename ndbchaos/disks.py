@@ -31,28 +31,25 @@ import yaml
 
 from . import faultfs
 from .errors import NdbChaosError, UsageError
-from .resources import cache_dir
+from .settings import MAX_MB, MIN_MB, current, size_mb  # noqa: F401  (MIN_MB, MAX_MB: the bounds of a disk)
 
 #: where the data directory of every engine's data node is in its container
 DATA_PATH = "/var/lib/mysql"
-#: the smallest and largest disk we make (MB): NDB's redo log alone is 256 MB in our config.ini
-MIN_MB, MAX_MB = 64, 65536
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def disks_dir() -> Path:
-    return Path(os.environ.get("NDBCHAOS_DISKS") or cache_dir() / "disks")
+    """``NDBCHAOS_DISKS``, else the cache's ``disks`` (the process' settings)."""
+    return current().disks_dir
 
 
 def parse_size_mb(value) -> int:
-    """``512``, ``"512M"``, ``"2G"`` -> MB; anything else, or outside MIN_MB..MAX_MB: UsageError."""
-    m = re.fullmatch(r"\s*(\d+)\s*([MmGg]?)[Bb]?\s*", str(value))
-    if not m:
-        raise UsageError(f"disk size {value!r}: expected a number of MB, e.g. 512M or 2G")
-    mb = int(m.group(1)) * (1024 if m.group(2).lower() == "g" else 1)
-    if not MIN_MB <= mb <= MAX_MB:
-        raise UsageError(f"disk size {value!r}: between {MIN_MB} MB and {MAX_MB // 1024} GB")
-    return mb
+    """``512``, ``"512M"``, ``"2G"`` -> MB; anything else, or outside MIN_MB..MAX_MB: UsageError
+    (``ndbchaos.settings.size_mb``, which checks NDBCHAOS_DATA_DISK too)."""
+    try:
+        return size_mb(value)
+    except ValueError as e:
+        raise UsageError(f"disk size {value!r}: {e}") from None
 
 
 def _run(cmd: list[str], timeout: float = 60) -> str:

@@ -18,7 +18,7 @@ frozen cgroup          a paused container (``Pause``): thawed through Docker, or
 Our iptables chains and netem qdiscs live in a node's own network namespace: they hold nothing
 and go with the container (``fault heal`` removes them from the nodes that run, ``state.heal``).
 Nothing here starts a container. Every Docker call is bounded by the client's timeout
-(``runtime.DOCKER_TIMEOUT_S``), every command by its own.
+(``runtime.docker_timeout_s()``), every command by its own.
 """
 
 from __future__ import annotations

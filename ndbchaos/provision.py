@@ -19,10 +19,11 @@ everything present does nothing but look (images: build.sh says each is present)
               stops here in one line); debootstrap installed as root when an image must be built
     allure    (``--allure``) Allure ALLURE_VERSION through npm into TOOLS/npm, for the HTML report
 
-CACHE is ``NDBCHAOS_CACHE`` or ~/.cache/ndbchaos, TOOLS ``NDBCHAOS_TOOLS`` or CACHE/tools
-(``ndbchaos.resources``). Progress goes to stderr as ``[ndbchaos] ...`` lines; a missing
-prerequisite is one line ``[ndbchaos] error: ...`` and exit 1. A checkout's ``bin/chaos setup``
-makes its development venv and then runs this.
+CACHE is ``NDBCHAOS_CACHE`` or ~/.cache/ndbchaos, TOOLS ``NDBCHAOS_TOOLS`` or CACHE/tools, the
+distribution ``NDBCHAOS_NDB_DIST``: the settings' (``ndbchaos.settings``), handed to build.sh.
+Progress goes to stderr as ``[ndbchaos] ...`` lines; a missing prerequisite is one line
+``[ndbchaos] error: ...`` and exit 1. A checkout's ``bin/chaos setup`` makes its development venv
+and then runs this.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from . import resources
 from .errors import NdbChaosError
+from .settings import Settings, current
 from .workload import native
 
 COMPOSE_VERSION = "v2.40.3"
@@ -113,13 +115,13 @@ def _say(line: str) -> None:
 
 
 class Setup:
-    def __init__(self, host: Host | None = None, say=_say, cache: Path | None = None, tools: Path | None = None,
-                 env: dict | None = None):
+    def __init__(self, host: Host | None = None, say=_say, settings: Settings | None = None):
         self.host = host or Host()
         self.say = say
-        self.cache = Path(cache) if cache else resources.cache_dir()
-        self.tools = Path(tools) if tools else resources.tools_dir()
-        self.env = os.environ if env is None else env
+        settings = settings or current()
+        self.cache = settings.cache
+        self.tools = settings.tools_dir
+        self.ndb_dist = settings.ndb_dist
 
     # -- the steps --------------------------------------------------------------------------
     def run(self, allure: bool = False) -> None:
@@ -230,22 +232,23 @@ class Setup:
         h = self.host
         build = ["bash", str(resources.BUILD)]
         names = ["galera", "tools"]
-        if self.env.get("NDBCHAOS_NDB_DIST"):
+        env = {"NDBCHAOS_NDB_DIST": self.ndb_dist or ""}  # the recipe's variable, from the settings
+        if self.ndb_dist:
             # a distribution that cannot be used stops here (build.sh says why in one line),
             # before anything is built or started
-            r = h.run(build + ["--tag", "ndb"], capture=True)
+            r = h.run(build + ["--tag", "ndb"], capture=True, env=env)
             if r.returncode != 0:
                 said = (r.stderr or "").strip().splitlines()
                 raise SetupFailed(said[-1] if said else "NDBCHAOS_NDB_DIST: the ndb image's tag cannot be computed")
             names.append("ndb")
         if not h.which("debootstrap"):
             for name in names:
-                r = h.run(build + ["--tag", name], capture=True)
+                r = h.run(build + ["--tag", name], capture=True, env=env)
                 tag = (r.stdout or "").strip()
                 if r.returncode != 0 or not tag or not h.ok(["docker", "image", "inspect", tag]):
                     self.apt_install("debootstrap")
                     break
-        if h.run(build + ["all"]).returncode != 0:
+        if h.run(build + ["all"], env=env).returncode != 0:
             raise SetupFailed("")  # build.sh has said what failed
 
     def allure(self) -> None:

@@ -12,16 +12,16 @@ Everything the library needs besides its Python modules ships inside the package
 
 Caches (created on use, never inside the package): ``cache_dir()`` is ``NDBCHAOS_CACHE`` or
 ``~/.cache/ndbchaos``; ``tools_dir()`` is ``NDBCHAOS_TOOLS`` or ``cache_dir()/tools`` (Compose,
-Allure, the native driver's builds).
+Allure, the native driver's builds); both from the process' settings (``ndbchaos.settings``).
 """
 
 from __future__ import annotations
 
-import os
 from importlib.resources import files
 from pathlib import Path
 
 from .errors import NdbChaosError
+from .settings import current
 
 
 def package_dir() -> Path:
@@ -47,14 +47,12 @@ NATIVE_SOURCE = PACKAGE_DIR / "workload" / "native" / "ndc.c"
 
 def cache_dir() -> Path:
     """``NDBCHAOS_CACHE``, else ``~/.cache/ndbchaos`` (logs of setup, the NDB distribution digests)."""
-    d = os.environ.get("NDBCHAOS_CACHE")
-    return Path(d) if d else Path.home() / ".cache" / "ndbchaos"
+    return current().cache
 
 
 def tools_dir() -> Path:
     """``NDBCHAOS_TOOLS``, else ``cache_dir() / "tools"``: Compose v2, Allure, native driver builds."""
-    d = os.environ.get("NDBCHAOS_TOOLS")
-    return Path(d) if d else cache_dir() / "tools"
+    return current().tools_dir
 
 
 def missing() -> list[str]:

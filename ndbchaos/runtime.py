@@ -18,11 +18,15 @@ from pathlib import Path
 from . import topology as TP
 from .errors import BlastRadiusError, DockerUnavailable, NdbChaosError
 from .resources import tools_dir
+from .settings import current, inherited
 
-TOOLS_DIR = tools_dir()
-#: the bound of every Docker API call (the docker SDK client's timeout); Docker itself gives up
-#: on a container that will not die after about 15 s
-DOCKER_TIMEOUT_S = float(os.environ.get("NDBCHAOS_DOCKER_TIMEOUT_S") or 60)
+
+def docker_timeout_s() -> float:
+    """The bound of every Docker API call (the docker SDK client's timeout): the settings'
+    ``NDBCHAOS_DOCKER_TIMEOUT_S``, 60 s by default; Docker itself gives up on a container that will
+    not die after about 15 s. Read from the process' settings (``settings.current()``): the call
+    sites are the Docker client of every runtime call, far below anything that holds settings."""
+    return current().docker_timeout_s
 
 
 @functools.lru_cache(maxsize=1)
@@ -34,7 +38,7 @@ def docker_client():
     try:
         # version="auto" negotiates with older engines (Debian's docker.io speaks API 1.41).
         client = docker.DockerClient(base_url=os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock"),
-                                     version="auto", timeout=DOCKER_TIMEOUT_S)
+                                     version="auto", timeout=docker_timeout_s())
         client.ping()
     except Exception as e:
         raise DockerUnavailable(
@@ -61,7 +65,7 @@ def one_line(e: BaseException) -> str:
 def compose_cmd() -> list[str]:
     """The Compose v2 command: ``docker compose`` when the plugin is there, else the binary that
     setup built into the tool cache."""
-    cached = TOOLS_DIR / "docker-compose"
+    cached = tools_dir() / "docker-compose"
     if cached.exists():
         return [str(cached)]
     if shutil.which("docker"):
@@ -77,7 +81,7 @@ def compose_cmd() -> list[str]:
 
 def _version(cmd: list[str]) -> subprocess.CompletedProcess:
     try:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=DOCKER_TIMEOUT_S)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=docker_timeout_s())
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(cmd, 124, "", "timed out")
 
@@ -88,7 +92,7 @@ def compose(project: str, files: list[Path], env: dict[str, str], *args: str,
     for f in files:
         cmd += ["-f", str(f)]
     cmd += list(args)
-    full_env = {**os.environ, **env}
+    full_env = {**inherited(os.environ), **env}  # our variables only as the caller's env gives them
     try:
         r = subprocess.run(cmd, env=full_env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

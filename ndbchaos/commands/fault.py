@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 
 from .. import holds
@@ -31,6 +30,7 @@ from ..faults import storage as ST
 from ..faults import targets as TG
 from ..faults import toxiproxy as TX
 from ..faults.base import FaultUnsupported
+from ..settings import current
 from . import HELP
 
 KINDS = {}
@@ -47,7 +47,7 @@ def register(sub) -> None:
     p = sub.add_parser("fault", help=HELP["fault"],
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--project", default=os.environ.get("NDBCHAOS_PROJECT"),
+    common.add_argument("--project", default=None,
                         help="the run's project id (label ndbchaos.project); default $NDBCHAOS_PROJECT")
     common.add_argument("--json", action="store_true", help="print the fault window as JSON")
     kinds = p.add_subparsers(dest="kind", metavar="KIND")
@@ -250,7 +250,7 @@ def _heal(project: str) -> int:
 
 
 def run(args) -> int:
-
+    args.project = args.project or current().project  # the option over NDBCHAOS_PROJECT
     if not args.kind:
         args._parser.print_help()
         return 2

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 from .. import runtime
 from ..errors import NdbChaosError, UsageError
 from ..faults import state
 from ..runtime import docker_client
+from ..settings import current
 from . import HELP
 
 
@@ -20,7 +20,7 @@ def register(sub) -> None:
                                    "in effect (our iptables chains, netem qdiscs, paused or stopped "
                                    "containers, toxics, leftover helpers). Without --project: the "
                                    "projects present on this host.")
-    p.add_argument("--project", default=os.environ.get("NDBCHAOS_PROJECT"),
+    p.add_argument("--project", default=None,
                    help="the run's project id; default $NDBCHAOS_PROJECT")
     p.add_argument("--json", action="store_true")
     p.add_argument("--no-netns", action="store_true",
@@ -29,7 +29,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-
+    args.project = args.project or current().project  # the option over NDBCHAOS_PROJECT
     docker_client()
     if not args.project:
         ps = state.projects()

@@ -18,14 +18,9 @@ The catalogue (see docs/faults.md):
 from __future__ import annotations
 
 import contextlib
-import os
 
+from ..settings import current
 from .base import Fault, FaultNotEffective, FaultUnsupported, FaultWindow  # noqa: F401
-
-
-def in_ci() -> bool:
-    """CI=true (1, true, yes): what CI provides must run, a skip needs a host limit."""
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 
 
 def host_limit(e: FaultUnsupported) -> bool:
@@ -39,10 +34,10 @@ def host_limit(e: FaultUnsupported) -> bool:
 
 def unsupported(e: FaultUnsupported, ci: bool | None = None) -> None:
     """A test's way out of ``e``: a pytest skip with its reason; under CI=true a failure
-    unless it names a limit of the host (``host_limit``)."""
+    unless it names a limit of the host (``host_limit``). ``ci``: default, the settings' CI."""
     import pytest
 
-    if (in_ci() if ci is None else ci) and not host_limit(e):
+    if (current().ci if ci is None else ci) and not host_limit(e):
         pytest.fail(f"under CI=true only a limit of the host or its kernel may skip a fault, "
                     f"and this is not one: {e.reason or e}", pytrace=False)
     pytest.skip(f"this host cannot do the fault: {e.reason or e}" if host_limit(e) else (e.reason or str(e)))

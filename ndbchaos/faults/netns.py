@@ -28,6 +28,7 @@ from .. import runtime
 from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError
 from ..resources import BUILD
+from ..settings import current
 
 CHAIN_PREFIX = "NDBCHAOS"
 HELPER_TTL_S = 3600  # a helper left behind by a killed run exits by itself after an hour
@@ -39,7 +40,7 @@ _SAFE_COMMENT = re.compile(r"[^A-Za-z0-9 _.,:;=+/@{}<>-]")  # no quotes, $, back
 
 @functools.lru_cache(maxsize=1)
 def tools_image() -> str:
-    override = os.environ.get("NDBCHAOS_TOOLS_IMAGE")
+    override = current().tools_image
     if override:
         return override
     r = subprocess.run(["bash", str(BUILD), "--tag", "tools"], capture_output=True, text=True)
@@ -56,7 +57,7 @@ def ensure_tools_image() -> str:
     with _image_lock:
         if runtime.image_present(img):
             return img
-        if os.environ.get("NDBCHAOS_TOOLS_IMAGE"):
+        if current().tools_image:
             raise NdbChaosError(f"image {img} is not present locally")
         r = subprocess.run(["bash", str(BUILD), "tools"], capture_output=True, text=True)
         if r.returncode != 0 or not runtime.image_present(img):

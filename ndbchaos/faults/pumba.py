@@ -13,29 +13,29 @@ then check and restore ourselves too (Pumba #147/#166: a killed pumba leaves its
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
 
 from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError, UsageError
+from ..settings import PUMBA_CHOICES, current
 from ..waiting import wait_until
 
 HOLD = "24h"  # pumba's --duration for held faults; heal ends it long before
 
 
 def binary() -> str | None:
-    return shutil.which(os.environ.get("NDBCHAOS_PUMBA_BIN", "pumba"))
+    return shutil.which(current().pumba_bin)
 
 
 def backend(requested: str | None = None) -> str:
     """``pumba`` or ``native``: the caller's choice, else NDBCHAOS_PUMBA, else pumba if present."""
-    want = (requested or os.environ.get("NDBCHAOS_PUMBA", "auto")).lower()
-    if want in ("0", "no", "native", "off", "false"):
+    want = PUMBA_CHOICES.get(requested.lower(), requested) if requested else current().pumba
+    if want == "native":
         return "native"
     have = binary()
-    if want in ("1", "yes", "pumba", "on", "true"):
+    if want == "pumba":
         if not have:
             raise UsageError("pumba was asked for (NDBCHAOS_PUMBA=1) but no pumba binary is on PATH")
         return "pumba"

@@ -4,8 +4,8 @@ urllib: see ``toxiproxy`` for why) and the proxies, one per SQL node. The faults
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import subprocess
 import urllib.error
 import urllib.request
@@ -15,6 +15,7 @@ from .. import runtime
 from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError, UsageError
 from ..resources import BUILD, COMPOSE_DIR
+from ..settings import current
 from ..waiting import wait_until
 
 OVERLAY = COMPOSE_DIR / "toxiproxy.yml"
@@ -32,8 +33,12 @@ class ToxiproxyError(NdbChaosError):
 # -- image and overlay ---------------------------------------------------------------------------
 
 def image() -> str:
-    if os.environ.get(IMAGE_ENV):
-        return os.environ[IMAGE_ENV]
+    """The settings' NDBCHAOS_TOXIPROXY_IMAGE, else the recipe's tag (computed once)."""
+    return current().toxiproxy_image or _recipe_tag()
+
+
+@functools.lru_cache(maxsize=1)
+def _recipe_tag() -> str:
     r = subprocess.run(["bash", str(BUILD), "--tag", "toxiproxy"], capture_output=True, text=True)
     if r.returncode != 0 or not r.stdout.strip():
         raise NdbChaosError(f"cannot compute the toxiproxy image tag: {r.stderr.strip()[-200:]}")
@@ -53,11 +58,10 @@ def ensure_image() -> str:
 def with_toxiproxy(options: dict | None = None) -> dict:
     """Cluster options with the toxiproxy overlay added (and its image built if missing).
 
-    The image reaches compose through the environment (``NDBCHAOS_TOXIPROXY_IMAGE``, the same
-    value for every cluster of the process) and through ``options["compose_env"]``."""
+    The image reaches compose as ``NDBCHAOS_TOXIPROXY_IMAGE`` in ``options["compose_env"]``, which
+    the cluster hands to every compose command it runs."""
     opts = dict(options or {})
     img = ensure_image()
-    os.environ.setdefault(IMAGE_ENV, img)
     overlays = [Path(p) for p in opts.get("overlays", [])]
     if OVERLAY not in overlays:
         overlays.append(OVERLAY)

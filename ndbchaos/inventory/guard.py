@@ -13,13 +13,13 @@ the shell's $0), so they can be found with a pattern that does not match the fin
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import time
 
 from ..errors import NdbChaosError
 from ..faults import netns
+from ..settings import Settings, current
 
 #: how long a guard waits before it undoes a change on its own (NDBCHAOS_GUARD_S overrides); far
 #: above any hold in the catalogue (60 s at most), so it only acts for a controller that is gone
@@ -28,12 +28,14 @@ PREFIX = "ndbchaos-guard-"
 KEY = re.compile(r"^[A-Za-z0-9_.-]{1,120}$")
 
 
-def guard_seconds(inventory_value: int | None = None) -> int:
-    v = os.environ.get("NDBCHAOS_GUARD_S") or inventory_value or DEFAULT_GUARD_S
+def guard_seconds(inventory_value: int | None = None, settings: Settings | None = None) -> int:
+    """The settings' NDBCHAOS_GUARD_S (a whole number, checked there), else the inventory's, else
+    DEFAULT_GUARD_S; ``settings``: default, the process'."""
+    v = (settings or current()).guard_s or inventory_value or DEFAULT_GUARD_S
     try:
         s = int(v)
     except (TypeError, ValueError):
-        raise NdbChaosError(f"NDBCHAOS_GUARD_S must be a whole number of seconds, not {v!r}") from None
+        raise NdbChaosError(f"the guard must be a whole number of seconds, not {v!r}") from None
     if s < 5:
         raise NdbChaosError(f"a guard of {s} s would undo a fault before it is verified (5 s at least)")
     return s

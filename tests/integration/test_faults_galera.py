@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from ndbchaos import runtime
+from ndbchaos import runtime, settings
 from ndbchaos import topology as TP
-from ndbchaos.cluster import Cluster, env_flag
+from ndbchaos.cluster import Cluster
 from ndbchaos.engines import get_engine
 from ndbchaos.errors import BlastRadiusError
 from ndbchaos.faults import netem as NE
@@ -53,7 +53,7 @@ REACTIONS: dict[str, dict] = {}
 def _need_docker():
     ok, why = runtime.docker_available()
     if not ok:
-        if env_flag("CI"):
+        if settings.current().ci:
             pytest.fail(f"Docker is required under CI=true: {why}")
         pytest.skip(why)
 

@@ -6,7 +6,7 @@ image presence is faked, the distribution is a folder of ELF headers."""
 
 import pytest
 
-from ndbchaos import faults, pytest_plugin
+from ndbchaos import faults, pytest_plugin, settings
 from ndbchaos.engines.ndb import image as ndb_image
 from ndbchaos.errors import FaultUnsupported
 from ndbchaos.faults import netem
@@ -103,6 +103,7 @@ def test_the_plugin_applies_the_same_rule_to_every_test(monkeypatch):
     with pytest.raises(pytest.skip.Exception, match="sch_netem"):
         _through_the_plugin(netem.NetemUnsupported("netem", reason="the kernel has no sch_netem"))
     monkeypatch.setenv("CI", "false")
+    settings.use(None)  # the settings are read once: read them again
     with pytest.raises(pytest.skip.Exception, match="galera has no management client"):
         _through_the_plugin(FaultUnsupported("ndb_mgm: galera has no management client"))
 

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from ndbchaos import settings as ndb_settings
 from ndbchaos.cli import main
 from ndbchaos.engines.ndb.iniread import ConfigIniError, load_config_ini
 from ndbchaos.engines.ndb.ndbconfig_tool import VERSION, ndb_config, read
@@ -173,6 +174,7 @@ def test_a_distribution_that_is_not_one_is_one_line(tmp_path, monkeypatch):
     (tmp_path / "junk.tar.xz").write_bytes(b"not an archive")
     monkeypatch.setenv("NDBCHAOS_NDB_DIST", str(tmp_path / "junk.tar.xz"))
     monkeypatch.setenv("NDBCHAOS_CACHE", str(tmp_path / "cache"))
+    ndb_settings.use(None)  # the settings are read once: read them again
     with pytest.raises(NdbChaosError, match="not a readable MySQL Cluster distribution"):
         ndb_config()
     p = tmp_path / "c.ini"

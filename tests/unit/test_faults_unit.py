@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from ndbchaos import settings
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.journal import Journal
@@ -263,6 +264,7 @@ def test_pumba_backend_selection(monkeypatch):
     monkeypatch.setattr(pumba, "binary", lambda: "/x/pumba")
     assert pumba.backend() == "pumba"
     monkeypatch.setenv("NDBCHAOS_PUMBA", "0")
+    settings.use(None)  # the settings are read once: read them again
     assert pumba.backend() == "native"
 
 

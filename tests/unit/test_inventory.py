@@ -13,6 +13,7 @@ import pytest
 from ndbchaos.engines.ndb import liveconfig
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.inventory import guard
+from ndbchaos.settings import Settings
 from ndbchaos.inventory.remote import HostNode, Proc, Remote, parse_ps, proper, signal_name, state_of
 from ndbchaos.inventory.spec import HostSpec, InventoryError, load, parse
 
@@ -191,9 +192,10 @@ def test_guard_scripts_name_their_key_and_refuse_odd_keys():
 def test_guard_seconds(monkeypatch):
     monkeypatch.delenv("NDBCHAOS_GUARD_S", raising=False)
     assert guard.guard_seconds() == guard.DEFAULT_GUARD_S
-    monkeypatch.setenv("NDBCHAOS_GUARD_S", "2")
+    assert guard.guard_seconds(60) == 60
+    assert guard.guard_seconds(60, Settings.from_env({"NDBCHAOS_GUARD_S": "30"})) == 30
     with pytest.raises(NdbChaosError, match="5 s at least"):
-        guard.guard_seconds()
+        guard.guard_seconds(settings=Settings.from_env({"NDBCHAOS_GUARD_S": "2"}))
 
 
 # -- the cluster's own configuration ------------------------------------------------------------

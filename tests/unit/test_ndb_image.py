@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from ndbchaos import resources, runtime
+from ndbchaos import resources, runtime, settings
 from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb import image as ndb_image
@@ -122,6 +122,7 @@ def test_precedence_explicit_official_dist(images, monkeypatch, tmp_path):
     images.add(ndb_image.DEFAULT_IMAGE)
     assert ndb_image.choose({}).image == ndb_image.DEFAULT_IMAGE
     monkeypatch.setenv("NDBCHAOS_NDB_IMAGE", "mine:1")  # explicit wins over everything
+    settings.use(None)  # the settings are read once: read them again
     assert ndb_image.choose({}).source == "explicit" and NdbEngine().image({}) == "mine:1"
 
 
@@ -132,6 +133,7 @@ def test_auto_and_ndb_with_a_distribution(images, monkeypatch, tmp_path):
     assert name == "ndb" and "NDBCHAOS_NDB_DIST" in why and "to be built" in why
     assert resolve_engine("ndb")[0] == "ndb"
     monkeypatch.setenv(ndb_image.DIST_ENV, str(tmp_path / "gone.tar.xz"))
+    settings.use(None)  # the settings are read once: read them again
     for choice in ("auto", "ndb"):  # asked for NDB through the variable: never a silent fallback
         with pytest.raises(NdbChaosError) as ei:
             resolve_engine(choice)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import ndbchaos
-from ndbchaos import resources
+from ndbchaos import resources, settings
 
 
 def test_every_shipped_file_is_inside_the_package():
@@ -42,9 +42,11 @@ def test_caches(monkeypatch, tmp_path):
     assert resources.cache_dir() == tmp_path / "c"
     assert resources.tools_dir() == tmp_path / "c" / "tools"
     monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "t"))
+    settings.use(None)  # the settings are read once: read them again
     assert resources.tools_dir() == tmp_path / "t"
     monkeypatch.delenv("NDBCHAOS_CACHE")
     monkeypatch.delenv("NDBCHAOS_TOOLS")
+    settings.use(None)  # the settings are read once: read them again
     assert resources.tools_dir() == Path.home() / ".cache" / "ndbchaos" / "tools"
 
 

@@ -3,6 +3,9 @@ and checked there, the options laid over them."""
 
 from __future__ import annotations
 
+import ast
+import os
+import subprocess
 import re
 from pathlib import Path
 
@@ -157,3 +160,140 @@ def test_docs_list_every_variable():
         row = re.search(rf"^\| `{re.escape(var.name)}` \| (.*?) \| (.*?) \|", text, re.M)
         assert row, f"{var.name} is not in docs/inputs.md's table"
         assert (row.group(1), row.group(2)) == (var.type, var.default), var.name
+
+
+# -- the one reader: no other module of the package reads an NDBCHAOS_* variable or CI -------------
+
+PACKAGE = Path(__file__).resolve().parents[2] / "ndbchaos"
+#: modules that still read one, each with why (to be taken out when it no longer does)
+KNOWN_READERS = {
+    "ndbchaos/fixtures.py": "in_ci() reads CI; it becomes `return current().ci` (ndbchaos.settings.current)",
+}
+_OURS = re.compile(r"^(NDBCHAOS_|CI$)")
+
+
+def _names_of_our_variables(trees) -> set[str]:
+    """Module-level names bound to a variable's name (``DIST_ENV = "NDBCHAOS_NDB_DIST"``)."""
+    names = set()
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) \
+                    and isinstance(node.value.value, str) and _OURS.match(node.value.value):
+                names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def _ours(node, names: set[str]) -> bool:
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, str) and bool(_OURS.match(node.value))
+    if isinstance(node, ast.JoinedStr):
+        return bool(node.values) and _ours(node.values[0], names)
+    if isinstance(node, ast.BinOp):
+        return _ours(node.left, names)
+    if isinstance(node, ast.Name):
+        return node.id in names
+    if isinstance(node, ast.Attribute):
+        return node.attr in names
+    return False
+
+
+def _environ(node) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or \
+        (isinstance(node, ast.Name) and node.id == "environ")
+
+
+def reads(tree, names: set[str]) -> list[int]:
+    """The lines of ``tree`` that read (or write) one of our variables: ``environ.get/pop/
+    setdefault(V)``, ``environ[V]``, ``V in environ``, ``getenv(V)``, ``k.startswith("NDBCHAOS_")``."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            f, key = node.func, node.args[0]
+            if isinstance(f, ast.Attribute) and f.attr in ("get", "pop", "setdefault") and _environ(f.value) \
+                    and _ours(key, names):
+                lines.append(node.lineno)
+            elif ((isinstance(f, ast.Attribute) and f.attr in ("getenv", "putenv", "unsetenv"))
+                  or (isinstance(f, ast.Name) and f.id == "getenv")) and _ours(key, names):
+                lines.append(node.lineno)
+            elif isinstance(f, ast.Attribute) and f.attr == "startswith" and _ours(key, names):
+                lines.append(node.lineno)
+        elif isinstance(node, ast.Subscript) and _environ(node.value) and _ours(node.slice, names):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                and any(_environ(c) for c in node.comparators) and _ours(node.left, names):
+            lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def _package_readers() -> dict[str, list[int]]:
+    trees = {str(p.relative_to(PACKAGE.parent)): ast.parse(p.read_text(), str(p))
+             for p in sorted(PACKAGE.rglob("*.py"))}
+    names = _names_of_our_variables(trees.values())
+    found = {path: reads(tree, names) for path, tree in trees.items() if path != "ndbchaos/settings.py"}
+    return {path: lines for path, lines in found.items() if lines}
+
+
+def test_no_module_but_the_settings_reads_a_variable():
+    readers = _package_readers()
+    unknown = {path: lines for path, lines in readers.items() if path not in KNOWN_READERS}
+    assert unknown == {}, "read NDBCHAOS_* or CI through ndbchaos.settings, not os.environ: " + \
+        ", ".join(f"{p}:{n}" for p, lines in unknown.items() for n in lines)
+
+
+def test_the_known_readers_still_read():
+    """A module that no longer reads a variable is taken out of KNOWN_READERS."""
+    readers = _package_readers()
+    assert [p for p in KNOWN_READERS if p not in readers] == []
+
+
+def test_the_scan_finds_each_way_of_reading():
+    src = '''import os
+from os import environ, getenv
+DIST_ENV = "NDBCHAOS_NDB_DIST"
+a = os.environ.get("NDBCHAOS_X")
+b = os.environ["CI"]
+c = "NDBCHAOS_Y" in os.environ
+d = getenv(DIST_ENV)
+e = environ.get(f"NDBCHAOS_PORT_{a}")
+f = [k for k in os.environ if k.startswith("NDBCHAOS_")]
+os.environ["NDBCHAOS_NDB_LAYOUT"] = "small"
+g = os.environ.setdefault(mod.IMAGE_ENV, "x")
+h = os.environ.get("HOME"), {**os.environ, DIST_ENV: "d"}, os.environ.get("CI_PIPELINE_ID")
+'''
+    tree = ast.parse(src)
+    names = _names_of_our_variables([tree]) | {"IMAGE_ENV"}
+    assert reads(tree, names) == [4, 5, 6, 7, 8, 9, 10, 11]
+
+
+# -- Compose gets our variables from the settings only -------------------------------------------
+
+def test_compose_inherits_none_of_our_variables(monkeypatch):
+    from ndbchaos import runtime
+    seen = {}
+
+    def run(cmd, env, **kw):
+        seen.update(env)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(runtime, "compose_cmd", lambda: ["compose"])
+    monkeypatch.setattr(runtime.subprocess, "run", run)
+    monkeypatch.setenv("NDBCHAOS_NDB_IMAGE", "from-the-environment:1")
+    monkeypatch.setenv("NDBCHAOS_PORT_SQL1", "13306")
+    runtime.compose("p", [], {"NDBCHAOS_PROJECT": "p", "NDBCHAOS_NDB_IMAGE": "chosen:1"}, "ps")
+    assert seen["NDBCHAOS_PROJECT"] == "p" and seen["NDBCHAOS_NDB_IMAGE"] == "chosen:1"
+    assert "NDBCHAOS_PORT_SQL1" not in seen and seen["PATH"] == os.environ["PATH"]
+
+
+def test_a_cluster_hands_compose_the_settings_ports(monkeypatch, tmp_path):
+    from ndbchaos.cluster import ComposeCluster
+    from ndbchaos.engines.ndb import NdbEngine
+    monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
+    c = ComposeCluster(NdbEngine(), {"ndb_image": "mine:1"}, project="p",
+                       settings=Settings.from_env({"NDBCHAOS_PORT_SQL1": "13306"}))
+    pinned = c.pin_ports()
+    assert "NDBCHAOS_PORT_SQL1" not in pinned and "NDBCHAOS_PORT_SQL2" in pinned  # the user's is kept
+    env = c.env
+    assert env["NDBCHAOS_PORT_SQL1"] == "13306" and env["NDBCHAOS_PORT_SQL2"] == str(pinned["NDBCHAOS_PORT_SQL2"])
+    options = ComposeCluster(NdbEngine(), {"ndb_image": "mine:1", "ports": {"sql1": 14000}}, project="p",
+                             settings=Settings.from_env({"NDBCHAOS_PORT_SQL1": "13306"})).env
+    assert options["NDBCHAOS_PORT_SQL1"] == "14000"  # the option over the variable

@@ -11,6 +11,7 @@ import pytest
 
 from ndbchaos import provision as P
 from ndbchaos import resources
+from ndbchaos.settings import Settings
 from ndbchaos.workload import native
 
 
@@ -121,9 +122,9 @@ def home(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _setup(host, allure=True, env=None):
+def _setup(host, allure=True):
     lines = []
-    s = P.Setup(host, say=lines.append, env=env or {})
+    s = P.Setup(host, say=lines.append)
     s.run(allure=allure)
     return lines
 
@@ -221,7 +222,7 @@ def test_fuse_is_optional(home):
 def test_a_bad_ndb_distribution_stops_before_any_build(home, capsys):
     host = FakeHost(home, docker=True, installed={"compose-plugin", "debootstrap", "gcc", "mariadb_config"},
                     tags_fail="NDBCHAOS_NDB_DIST=/nope.tar.xz: no such file or directory")
-    s = P.Setup(host, say=lambda s: None, env={"NDBCHAOS_NDB_DIST": "/nope.tar.xz"})
+    s = P.Setup(host, say=lambda s: None, settings=Settings(ndb_dist="/nope.tar.xz"))
     with pytest.raises(P.SetupFailed) as e:
         s.run()
     assert str(e.value) == "NDBCHAOS_NDB_DIST=/nope.tar.xz: no such file or directory"

@@ -12,6 +12,7 @@ from ... import runtime
 from ... import topology as TP
 from ...errors import ClusterNotReady, NdbChaosError, UsageError
 from ...resources import BUILD, COMPOSE_DIR
+from ...settings import current
 from ...waiting import wait_until
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -23,8 +24,7 @@ class LifecycleMixin:
 
     # -- images and compose ---------------------------------------------------------------
     def image(self, options: dict) -> str:
-        import os
-        override = options.get("galera_image") or os.environ.get("NDBCHAOS_GALERA_IMAGE")
+        override = options.get("galera_image") or current().galera_image
         if override:
             return override
         r = subprocess.run(["bash", str(BUILD), "--tag", "galera"], capture_output=True, text=True)

@@ -13,7 +13,8 @@ In order of precedence:
 
 The recipe script validates the distribution (exists, is an archive or folder, has the programs,
 is built for this host's architecture) and says what is wrong in one line; that line is what
-``NdbChaosError`` carries here.
+``NdbChaosError`` carries here. The variables are the process' settings' (``ndbchaos.settings``);
+the recipe is handed the distribution explicitly.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from functools import lru_cache
 from ... import runtime
 from ...errors import NdbChaosError
 from ...resources import BUILD
+from ...settings import current
 
 
 #: official images, in the order they are looked for (the Oracle registry's, then Docker Hub's
@@ -55,7 +57,8 @@ def missing_image_message(image: str) -> str:
 
 
 def dist_path() -> str | None:
-    return os.environ.get(DIST_ENV) or None
+    """The settings' NDBCHAOS_NDB_DIST."""
+    return current().ndb_dist
 
 
 def _last_line(text: str) -> str:
@@ -86,7 +89,7 @@ def choose(options: dict | None = None) -> ImageChoice:
     """The image of this run (see the module docstring). Needs the Docker engine to look for
     official images; raises NdbChaosError (one line) for a distribution that cannot be used."""
     options = options or {}
-    explicit = options.get("ndb_image") or os.environ.get(IMAGE_ENV)
+    explicit = options.get("ndb_image") or current().ndb_image
     if explicit:
         return ImageChoice(explicit, "explicit", f"image {explicit} (NDBCHAOS_NDB_IMAGE)")
     for img in OFFICIAL:
@@ -115,7 +118,8 @@ def unavailable(options: dict | None = None) -> str | None:
 def provided() -> list[str]:
     """The variables through which this environment asks for NDB (``NAME=value``): CI's
     ``.ci/run`` sets ``NDBCHAOS_NDB_DIST`` when it found a distribution."""
-    return [f"{v}={os.environ[v]}" for v in (DIST_ENV, IMAGE_ENV) if os.environ.get(v)]
+    s = current()
+    return [f"{v}={value}" for v, value in ((DIST_ENV, s.ndb_dist), (IMAGE_ENV, s.ndb_image)) if value]
 
 
 def missing_for_tests(options: dict | None = None, ci: bool | None = None) -> tuple[bool, str] | None:
@@ -125,9 +129,9 @@ def missing_for_tests(options: dict | None = None, ci: bool | None = None) -> tu
     that is missing or broken (everywhere), or, under CI=true, any NDB provided through
     ``NDBCHAOS_NDB_DIST`` or ``NDBCHAOS_NDB_IMAGE`` that is not available (what CI provides must
     run, as Docker must). Only where nothing asks for NDB (a user's own CI without it) does the
-    test skip, naming what this host lacks. ``ci``: default, the CI variable (1, true, yes)."""
+    test skip, naming what this host lacks. ``ci``: default, the settings' (CI: 1, true, yes)."""
     if ci is None:
-        ci = os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+        ci = current().ci
     try:
         why = unavailable(options)
     except NdbChaosError as e:
