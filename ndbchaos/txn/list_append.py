@@ -28,7 +28,22 @@ from .history import FAIL, INFO, OK, TxnHistory
 INIT = object()  # the empty list: the version before any append
 
 
+#: False: every history through the reference below (the differential tests hold the array path,
+#: ``list_append_fast``, to it)
+FAST = True
+
+
 def analyze(h: TxnHistory) -> Analysis:
+    if FAST:
+        from .list_append_fast import analyze as analyze_fast
+        a = analyze_fast(h, lambda graph, ix: _finish(h.txns, graph, ix))
+        if a is not None:
+            return a
+    return analyze_reference(h)
+
+
+def analyze_reference(h: TxnHistory) -> Analysis:
+    """The inference one micro-op at a time, over dicts: any history (the reference)."""
     txns = h.txns
     graph = DepGraph(len(txns))
     anomalies: dict[str, list[Anomaly]] = {}
@@ -170,18 +185,13 @@ def analyze(h: TxnHistory) -> Analysis:
                     fk = failed.get(k)
                     if fk is not None and not fk.keys().isdisjoint(v):
                         e = next(x for x in v if x in fk)
-                        add("G1a", Anomaly("G1a", [tid, fk[e]], key=k, values=[e],
-                                           why=f"{{a}} read key {esc(k)} = {esc(v)}, holding {esc(e)}, which "
-                                               f"{{b}} appended and that transaction failed (aborted)"))
+                        _g1a(add, tid, fk[e], k, v, e)
                 if intermediate:
                     im = intermediate.get(k)
                     if im is not None:
                         w = im.get(last)
                         if w is not None and w != tid:
-                            add("G1b", Anomaly("G1b", [tid, w], key=k, values=[last],
-                                               why=f"{{a}} read key {esc(k)} = {esc(v)}, ending at {esc(last)}, "
-                                                   f"which {{b}} appended but later appended to again: "
-                                                   "an intermediate state"))
+                            _g1b(add, tid, w, k, v, last)
     # transactions that touch a key twice: lost updates, internal and future reads
     lost: dict = {}  # (k, version read first) -> committed txns that then appended to k
     for t in twice:
@@ -194,11 +204,34 @@ def analyze(h: TxnHistory) -> Analysis:
     if bad_reads:
         _bad_read_cases(txns, bad_reads, writer, add)
 
+    explain = _explainer(txns, lambda k, v: writer.get(k, empty).get(v),
+                         lambda k, prev: readers.get(k, empty).get(prev) or (), previous)
+    return Analysis(anomalies, graph, explain)
+
+
+def _g1a(add, tid: int, w: int, k, v, e) -> None:
+    add("G1a", Anomaly("G1a", [tid, w], key=k, values=[e],
+                       why=f"{{a}} read key {esc(k)} = {esc(v)}, holding {esc(e)}, which "
+                           f"{{b}} appended and that transaction failed (aborted)"))
+
+
+def _g1b(add, tid: int, w: int, k, v, last) -> None:
+    add("G1b", Anomaly("G1b", [tid, w], key=k, values=[last],
+                       why=f"{{a}} read key {esc(k)} = {esc(v)}, ending at {esc(last)}, "
+                           f"which {{b}} appended but later appended to again: "
+                           "an intermediate state"))
+
+
+def _explainer(txns, writer_of, readers_of, previous):
+    """An edge's explanation from the inference's lookups: ``writer_of(k, v)`` the transaction
+    that appended v to k (or None), ``readers_of(k, v)`` the committed readers of k whose read
+    ends at v (INIT: the empty list), ``previous(k, v)`` the version an append of v followed."""
+
     def explain(a: int, b: int, rel: int) -> Step:
         tb = txns[b]
         if rel == WR:
             for f, k, v in tb.mops:
-                if f == "r" and v and writer.get(k, {}).get(v[-1]) == a:
+                if f == "r" and v and writer_of(k, v[-1]) == a:
                     return Step(a, b, "wr", k, v[-1], text=f"{{b}} observed {{a}}'s append of {esc(v[-1])} "
                                                             f"to key {esc(k)}")
         if rel in (WW, RW):
@@ -206,10 +239,10 @@ def analyze(h: TxnHistory) -> Analysis:
                 if f != "append":
                     continue
                 prev = previous(k, v)
-                if rel == WW and prev is not INIT and writer[k].get(prev) == a:
+                if rel == WW and prev is not INIT and writer_of(k, prev) == a:
                     return Step(a, b, "ww", k, prev, v, text=f"{{b}} appended {esc(v)} after {{a}} appended "
                                                              f"{esc(prev)} to key {esc(k)}")
-                if rel == RW and a in (readers.get(k, {}).get(prev) or ()):
+                if rel == RW and a in readers_of(k, prev):
                     if prev is INIT:
                         return Step(a, b, "rw", k, None, v, text=f"{{a}} observed the initial (empty) state of "
                                                                  f"key {esc(k)}, which {{b}} created by appending "
@@ -218,6 +251,41 @@ def analyze(h: TxnHistory) -> Analysis:
                                                              f"to key {esc(k)}")
         return Step(a, b, {WW: "ww", WR: "wr", RW: "rw"}.get(rel, "?"), text="of an edge the inference made")
 
+    return explain
+
+
+def _finish(txns, graph, ix) -> Analysis:
+    """The array path's analysis (``list_append_fast``): its rare cases written here, by the
+    reference's own code, from its index ``ix``."""
+    anomalies: dict[str, list[Anomaly]] = {}
+
+    def add(kind: str, a: Anomaly) -> None:
+        anomalies.setdefault(kind, []).append(a)
+
+    for i in ix.cases:  # committed reads of a failed or an intermediate append, in history order
+        tid, k, v = ix.read(i)
+        if ix.has_failed:
+            e = next((x for x in v if ix.failed_writer(k, x) is not None), None)
+            if e is not None:
+                _g1a(add, tid, ix.failed_writer(k, e), k, v, e)
+        if ix.has_intermediate:
+            w = ix.intermediate_writer(k, v[-1])
+            if w is not None and w != tid:
+                _g1b(add, tid, w, k, v, v[-1])
+    lost: dict = {}
+    for t in ix.twice_txns:
+        if t.type == OK:
+            _same_key_twice(t, lost, add)
+    for (k, v), ts in lost.items():
+        if len(ts) > 1:
+            add("lost-update", _lost_update(k, v, ts))
+    order, writer = ix.dirty()
+    _dirty_updates(order, writer, txns, add)
+
+    def previous(k, v):
+        p = ix.previous(k, v)
+        return INIT if p is None else p
+    explain = _explainer(txns, ix.writer, lambda k, prev: ix.readers(k, None if prev is INIT else prev), previous)
     return Analysis(anomalies, graph, explain)
 
 

@@ -1,0 +1,350 @@
+"""List-append inference on arrays: what ``list_append.analyze`` infers, its per-element work done
+by numpy (sorts, binary searches and gathers over every micro-op at once) instead of dicts
+walked one micro-op at a time.
+
+It takes the histories that need no judgement along the way: keys and elements integers (of 64
+bits), only appends and reads, no value appended twice to a key, and committed reads that agree
+(each a prefix of its key's longest, no element twice in one nor one nobody appended). For any
+other ``analyze`` returns None and the per-transaction reference decides, which names those
+cases (duplicate appends, incompatible orders, garbage reads, ...). What is rare and explained
+one case at a time stays there too: the anomalies found here (G1a, G1b, dirty updates) are
+written by the reference's own code, and the transactions that touch a key twice (internal and
+future reads, lost updates) go through it whole. ``tests/unit/test_txn_list_append_fast.py``
+holds the two to the same anomalies, edges and verdicts on generated and recorded histories.
+
+Pairs (key, element) are coded as one int64: the key's offset in the keys' range times the
+values' span, plus the element's offset (0 stands for the empty list, before any element).
+"""
+
+from __future__ import annotations
+
+from itertools import chain, compress
+
+import numpy as np
+
+from .anomaly import Analysis
+from .graph import RW, WR, WW, DepGraph
+from .history import FAIL, OK, TxnHistory
+
+
+def _ints(xs: list) -> np.ndarray | None:
+    """xs as int64, or None when any is not an int (bool included) or does not fit."""
+    if xs and set(map(type, xs)) != {int}:
+        return None
+    try:
+        return np.fromiter(xs, dtype=np.int64, count=len(xs))
+    except OverflowError:
+        return None
+
+
+class _Coder:
+    """(key, element) pairs as one int64 each; element None (``init``) for the empty list."""
+
+    def __init__(self, keys: np.ndarray, values: np.ndarray):
+        self.kmin = int(keys.min()) if len(keys) else 0
+        kspan = (int(keys.max()) if len(keys) else 0) - self.kmin + 1
+        self.vmin = int(values.min()) if len(values) else 0
+        self.vspan = (int(values.max()) if len(values) else 0) - self.vmin + 2  # + the empty list
+        self.space = kspan * self.vspan
+        self.fits = self.space < 1 << 62
+
+    def code(self, k: np.ndarray, v: np.ndarray | None) -> np.ndarray:
+        base = (k - self.kmin) * self.vspan
+        return base if v is None else base + (v - (self.vmin - 1))
+
+    def value(self, c: np.ndarray) -> np.ndarray:
+        return c % self.vspan + (self.vmin - 1)
+
+
+class _Sorted:
+    """Codes (int64) found by binary search: the row each came from, the rows of each."""
+
+    def __init__(self, codes: np.ndarray):
+        self.order = np.argsort(codes, kind="stable")
+        self.codes = codes[self.order]
+
+    def repeated(self) -> bool:
+        return bool(len(self.codes) > 1 and (self.codes[1:] == self.codes[:-1]).any())
+
+    def find(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row of the first equal value, found) for each of c."""
+        if not len(self.codes):
+            return np.zeros(len(c), dtype=np.int64), np.zeros(len(c), dtype=bool)
+        i = np.searchsorted(self.codes, c)
+        i[i == len(self.codes)] = 0
+        return self.order[i], self.codes[i] == c
+
+    def ranges(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Where the rows of each of c lie in ``order``."""
+        return np.searchsorted(self.codes, c, side="left"), np.searchsorted(self.codes, c, side="right")
+
+
+class _Table:
+    """The same as ``_Sorted`` for codes in a small space: tables indexed by code."""
+
+    def __init__(self, codes: np.ndarray, space: int):
+        self.count = np.bincount(codes, minlength=space)
+        self.row = np.full(space, -1, dtype=np.int64)
+        self.row[codes] = np.arange(len(codes), dtype=np.int64)
+        self._codes, self._order, self._start = codes, None, None
+
+    def repeated(self) -> bool:
+        return bool((self.count > 1).any())
+
+    def find(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        row = self.row[c]
+        hit = row >= 0
+        return np.where(hit, row, 0), hit
+
+    @property
+    def order(self) -> np.ndarray:
+        if self._order is None:
+            self._order = np.argsort(self._codes, kind="stable")
+        return self._order
+
+    def ranges(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self._start is None:
+            self._start = np.cumsum(self.count) - self.count
+        lo = self._start[c]
+        return lo, lo + self.count[c]
+
+
+#: codes go in tables (``_Table``) while their space is at most this many per micro-op, plus a
+#: constant; beyond, they are sorted and searched (``_Sorted``)
+_TABLE_PER_MOP = 8
+
+
+def analyze(h: TxnHistory, finish) -> Analysis | None:
+    """The analysis, or None for a history the reference must read (module docstring).
+    ``finish(index, add)``: the reference's own writing of the rare cases (``list_append``)."""
+    txns = h.txns
+    n = len(txns)
+    if not n:
+        return None
+    types = np.fromiter((t.type for t in txns), dtype=np.int8, count=n)
+    lens = np.fromiter((len(t.mops) for t in txns), dtype=np.int64, count=n)
+    mops = list(chain.from_iterable(t.mops for t in txns))
+    fs = [m[0] for m in mops]
+    if not set(fs) <= {"append", "r"}:
+        return None
+    ks = _ints([m[1] for m in mops])
+    if ks is None:
+        return None
+    is_app = np.fromiter(map("append".__eq__, fs), dtype=bool, count=len(fs))
+    mt = np.repeat(np.arange(n, dtype=np.int64), lens)  # each micro-op's transaction
+    vs = [m[2] for m in mops]
+    av = _ints(list(compress(vs, is_app.tolist())))
+    if av is None:
+        return None
+    ok_read = ~is_app & (types[mt] == OK)  # committed reads: an info transaction's are unknown
+    rsel = ok_read.tolist()
+    rv = list(compress(vs, rsel))
+    vtypes = set(map(type, rv))
+    if not vtypes <= {tuple, type(None)}:
+        return None  # a read that is not a list: the reference names it
+    if type(None) in vtypes:
+        rv = [() if v is None else v for v in rv]
+    rlen = np.fromiter(map(len, rv), dtype=np.int64, count=len(rv))
+    elems = _ints(list(chain.from_iterable(rv)))
+    if elems is None:
+        return None
+    app_pos = np.flatnonzero(is_app)
+    a_t, a_k = mt[app_pos], ks[app_pos]
+    read_pos = np.flatnonzero(ok_read)
+    r_t, r_k = mt[read_pos], ks[read_pos]
+    coder = _Coder(ks, np.concatenate([av, elems]))
+    if not coder.fits:
+        return None
+
+    # -- who appended what: every completed transaction's appends, each value once per key
+    dense = coder.space <= _TABLE_PER_MOP * len(mops) + (1 << 20)
+
+    def lookup(codes):
+        return _Table(codes, coder.space) if dense else _Sorted(codes)
+    a_code = coder.code(a_k, av)
+    writers = lookup(a_code)
+    if writers.repeated():
+        return None  # duplicate appends
+
+    def writer_of(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        row, hit = writers.find(c)
+        return np.where(hit, a_t[row], -1), row
+
+    # -- version orders: each key's longest committed read, every other read a prefix of it
+    roff = np.zeros(len(rv) + 1, dtype=np.int64)
+    np.cumsum(rlen, out=roff[1:])
+    ne = np.flatnonzero(rlen > 0)
+    by_key = ne[np.lexsort((-rlen[ne], r_k[ne]))]  # per key, longest first (then the earliest)
+    first = np.ones(len(by_key), dtype=bool)
+    first[1:] = r_k[by_key][1:] != r_k[by_key][:-1]
+    longest = by_key[first]  # one read per key read, ascending keys
+    o_keys = r_k[longest]
+    grp = np.searchsorted(o_keys, r_k)  # each read's key among those read (for the empty ones: any)
+    grp[grp == len(o_keys)] = 0
+    shift = np.repeat(roff[longest][grp] - roff[:-1] if len(o_keys) else roff[:-1], rlen)
+    shift += np.arange(len(elems), dtype=np.int64)  # each element's counterpart in its key's longest
+    if not np.array_equal(elems, elems[shift]):
+        return None  # two reads of a key that are not prefixes of one another
+    del shift
+    o_len = rlen[longest]
+    o_elem = np.concatenate([elems[roff[i]:roff[i] + rlen[i]] for i in longest.tolist()]) if len(longest) \
+        else np.empty(0, dtype=np.int64)
+    o_key = np.repeat(o_keys, o_len)
+    o_code = coder.code(o_key, o_elem)
+    ordered = lookup(o_code)
+    if ordered.repeated():
+        return None  # an element twice in a read
+    o_writer, _ = writer_of(o_code)
+    if (o_writer < 0).any():
+        return None  # an element nobody appended
+    o_start = np.zeros(len(longest), dtype=np.int64)
+    np.cumsum(o_len[:-1], out=o_start[1:])
+    o_prev = np.empty(len(o_code), dtype=np.int64)  # each element's predecessor in its key's order
+    o_prev[1:] = o_code[:-1]
+    o_prev[o_start] = coder.code(o_keys, None)
+    o_top = o_code[o_start + o_len - 1]
+
+    # -- each append's predecessor: in its key's order, after the highest read, or the empty list
+    prev = coder.code(a_k, None)
+    if len(o_keys):
+        kg = np.minimum(np.searchsorted(o_keys, a_k), len(o_keys) - 1)
+        prev = np.where(o_keys[kg] == a_k, o_top[kg], prev)
+        row, hit = ordered.find(a_code)
+        prev = np.where(hit, o_prev[row], prev)
+    live = types[a_t] != FAIL  # a failed transaction's appends order versions but depend on nothing
+
+    src, dst, rel = [], [], []
+    # ww: the writer of the element before an append -> the appender
+    w, _ = writer_of(prev)
+    m = live & (w >= 0) & (w != a_t)
+    m[m] = types[w[m]] != FAIL
+    src.append(w[m])
+    dst.append(a_t[m])
+    rel.append(np.full(int(m.sum()), WW, dtype=np.uint8))
+    # rw: every committed read of the state the append followed -> the appender
+    r_last = np.where(rlen > 0, coder.code(r_k, elems[np.maximum(roff[1:] - 1, 0)] if len(elems)
+                                           else np.zeros(len(rv), dtype=np.int64)), coder.code(r_k, None))
+    readers = lookup(r_last)
+    lo, hi = readers.ranges(prev[live])
+    cnt = hi - lo
+    ap = np.repeat(np.flatnonzero(live), cnt)
+    k = np.arange(int(cnt.sum()), dtype=np.int64) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+    rr = r_t[readers.order[np.repeat(lo, cnt) + k]]
+    m = rr != a_t[ap]
+    src.append(rr[m])
+    dst.append(a_t[ap][m])
+    rel.append(np.full(int(m.sum()), RW, dtype=np.uint8))
+    # wr: the writer of a read's last element -> the reader
+    w, w_row = writer_of(r_last[ne])
+    m = (w >= 0) & (w != r_t[ne])
+    m[m] = types[w[m]] != FAIL
+    src.append(w[m])
+    dst.append(r_t[ne][m])
+    rel.append(np.full(int(m.sum()), WR, dtype=np.uint8))
+    graph = DepGraph(n)
+    graph.src.frombytes(np.concatenate(src).astype(np.int64).tobytes())
+    graph.dst.frombytes(np.concatenate(dst).astype(np.int64).tobytes())
+    graph.rel.frombytes(np.concatenate(rel).tobytes())
+
+    # -- what the reference writes: reads of a failed append (G1a) or of an intermediate one
+    # (G1b), keys whose order holds a failed append (dirty updates), transactions touching a key
+    # twice
+    o_failed = types[o_writer] == FAIL
+    g1a = np.zeros(len(rv), dtype=bool)
+    if o_failed.any():  # a read holds a failed append when it reaches past the first in its key's order
+        at = np.arange(len(o_code), dtype=np.int64) - np.repeat(o_start, o_len)
+        first_failed = np.full(len(o_keys), np.iinfo(np.int64).max)
+        np.minimum.at(first_failed, np.searchsorted(o_keys, o_key[o_failed]), at[o_failed])
+        g1a[ne] = rlen[ne] > first_failed[grp[ne]]
+    a_order = np.lexsort((a_k, a_t))  # appends by transaction and key, in micro-op order
+    again = np.zeros(len(a_t), dtype=bool)  # an append followed by another of its txn to its key
+    same = (a_t[a_order][1:] == a_t[a_order][:-1]) & (a_k[a_order][1:] == a_k[a_order][:-1])
+    again[a_order[:-1][same]] = True
+    g1b = np.zeros(len(rv), dtype=bool)
+    g1b[ne] = again[w_row] & (w != r_t[ne]) & (w >= 0)
+    m_order = np.lexsort((ks, mt))
+    twice = np.zeros(n, dtype=bool)
+    dup = (mt[m_order][1:] == mt[m_order][:-1]) & (ks[m_order][1:] == ks[m_order][:-1])
+    twice[mt[m_order][1:][dup]] = True
+    dirty_keys = np.unique(o_key[o_failed])
+
+    rk_list = r_k.tolist()
+    owner = r_t.tolist()
+
+    class Index:
+        """What the reference's rare cases and the explanations look up."""
+
+        cases = np.flatnonzero(g1a | g1b).tolist()  # reads, in history order
+        has_failed = bool((types[a_t] == FAIL).any())
+        has_intermediate = bool(again.any())
+        twice_txns = [txns[i] for i in np.flatnonzero(twice).tolist()]
+
+        @staticmethod
+        def read(i: int):
+            return owner[i], rk_list[i], rv[i]
+
+        @staticmethod
+        def writer(k, v):
+            """The transaction that appended v to k, or None."""
+            if type(k) is not int or type(v) is not int:
+                return None
+            c = coder.code(np.array([k], dtype=np.int64), np.array([v], dtype=np.int64))
+            t, _ = writer_of(c)
+            return None if t[0] < 0 else int(t[0])
+
+        @staticmethod
+        def failed_writer(k, v):
+            t = Index.writer(k, v)
+            return t if t is not None and types[t] == FAIL else None
+
+        @staticmethod
+        def intermediate_writer(k, v):
+            t = Index.writer(k, v)
+            if t is None:
+                return None
+            _, row = writer_of(coder.code(np.array([k], dtype=np.int64), np.array([v], dtype=np.int64)))
+            return t if again[row[0]] else None
+
+        @staticmethod
+        def previous(k, v):
+            """The element before v in k's order (None: the empty list), or k's highest element
+            for a v nobody read."""
+            c = coder.code(np.array([k], dtype=np.int64), np.array([v], dtype=np.int64))
+            row, hit = ordered.find(c)
+            if hit[0]:
+                p = o_prev[row[0]]
+            else:
+                g = int(np.searchsorted(o_keys, k))
+                if g < len(o_keys) and o_keys[g] == k:
+                    p = o_top[g]
+                else:
+                    return None
+            return None if p == coder.code(np.array([k]), None)[0] else int(coder.value(np.array([p]))[0])
+
+        @staticmethod
+        def readers(k, last):
+            """The committed reads' transactions whose read of k ends at last (None: empty)."""
+            kk = np.array([k], dtype=np.int64)
+            c = coder.code(kk, None if last is None else np.array([last], dtype=np.int64))
+            lo, hi = readers.ranges(c)
+            return r_t[readers.order[lo[0]:hi[0]]].tolist()
+
+        @staticmethod
+        def dirty():
+            """{k: its order} and {k: {element: writer}} of the keys whose order holds a failed
+            append, in the order the reference meets them (its first committed read)."""
+            firsts = []
+            for kk in dirty_keys.tolist():
+                g = int(np.searchsorted(o_keys, kk))
+                firsts.append((int(ne[r_k[ne] == kk][0]), kk, g))
+            order, writer = {}, {}
+            for _f, kk, g in sorted(firsts):
+                s, ln = int(o_start[g]), int(o_len[g])
+                order[kk] = tuple(o_elem[s:s + ln].tolist())
+                writer[kk] = dict(zip(order[kk], o_writer[s:s + ln].tolist()))
+            return order, writer
+
+    return finish(graph, Index)
+
+
+__all__ = ["analyze"]
