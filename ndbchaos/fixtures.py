@@ -12,7 +12,6 @@ cluster, the engine's reason, each scenario's terminal line).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -38,12 +37,13 @@ from .runtime import docker_available
 from .operations.driver import Operation, play as operate
 from .record import ScenarioId
 from .scenario import ScenarioRun
+from .settings import current
 from .soak import SOAK_S, menu_on, play_soak
 from .workload.contract import ClientOptions
 
 
 def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+    return current().ci
 
 
 def say(config, line: str) -> None:
@@ -120,6 +120,8 @@ def chaos_cluster(request, state: dict):
         gate.engine = engine_name  # scenarios for other engines only are not expected of this session
     options = {"galera_data_nodes": opt("--galera-data-nodes"), "keep": opt("--keep-cluster"),
                "seed": opt("--seed")}
+    if current().ndb_layout:  # the session's layout (--ndb-layout, --ndb-config or the environment's), given
+        options["ndb_layout"] = current().ndb_layout
     if opt("--data-disk"):
         try:
             options["data_disk_mb"] = parse_size_mb(opt("--data-disk"))

@@ -97,3 +97,56 @@ def skip_without_ndb() -> None:
 def only_elsewhere(engine: str) -> set[str]:
     """The catalogue's declarations that do not run on ``engine`` (``Scenario.engines``)."""
     return {sc.name for _, sc in catalogue() if sc.skip_reason(engine)}
+
+
+#: what a live report holds besides its run's: the session's gate rows and the trend file's history
+SESSION_ATTACHMENTS = ("gate", "gate rows", "trend")
+
+
+def report_of(folder: Path, result: dict) -> dict:
+    """What a scenario's Allure result shows of its run: title, our labels, description,
+    parameters, and every attachment (the result's and its steps') by name with its bytes."""
+    from ndbchaos.report.results import attachments
+    ours = {"epic", "feature"}
+    return {"title": result.get("name"), "description": result.get("description"),
+            "labels": sorted((x["name"], x["value"]) for x in result.get("labels", []) if x["name"] in ours),
+            "parameters": sorted((p["name"], p["value"]) for p in result.get("parameters", [])
+                                 if p["name"] not in ("sc", "sk")),
+            "attachments": {a["name"]: _judged((folder / a["source"]).read_bytes()) if a["name"] == "verdict"
+                            else (folder / a["source"]).read_bytes()
+                            for a in attachments(result) if a["name"] not in SESSION_ATTACHMENTS}}
+
+
+def _judged(verdict: bytes) -> bytes:
+    """A verdict without what differs between two judgings of the same run: how long the
+    transactional checker took (its details' ``seconds``)."""
+    v = json.loads(verdict)
+    for check in (v.get("checks") or {}).values():
+        (check.get("details") or {}).pop("seconds", None)
+    return json.dumps(v, sort_keys=True).encode()
+
+
+def assert_rebuilt_like_live(results: Path, out: Path, limit: int | None = None) -> int:
+    """``ndbchaos report`` on a session's results folder rebuilds each scenario's report as the
+    live one: the same title, labels, description, parameters and attachments, byte for byte.
+    Returns how many reports were compared (at most ``limit`` runs, the first ones)."""
+    from ndbchaos.report.results import attachments, read_results
+    live = [r for r in read_results(results) if r.get("status") != "skipped"
+            and any(a["name"] in ("run.jsonl", "run.nch") for a in attachments(r))][:limit]
+    runs = [str(results / a["source"]) for r in live for a in attachments(r) if a["name"] in ("run.jsonl", "run.nch")]
+    assert runs, f"no run record in {results}"
+    r = subprocess.run([str(REPO / ".venv/bin/ndbchaos"), "report", *runs, "-o", str(out)], capture_output=True,
+                       text=True, timeout=60 + 30 * len(runs))
+    assert r.returncode == 0, r.stderr
+    rebuilt = {x["description"]: x for x in read_results(out)}
+    for res in live:
+        want = report_of(results, res)
+        got = rebuilt.get(want["description"])
+        assert got is not None, f"{res['name']}: no rebuilt report with its description"
+        got = report_of(out, got)
+        assert got["attachments"].keys() == want["attachments"].keys(), (res["name"], sorted(got["attachments"]),
+                                                                         sorted(want["attachments"]))
+        for name, body in want["attachments"].items():
+            assert got["attachments"][name] == body, f"{res['name']}: attachment {name!r} differs"
+        assert got == want, res["name"]
+    return len(live)

@@ -21,8 +21,8 @@ import pytest
 from ndbchaos.gate.spec import load as load_gate, matches as gate_matches
 from ndbchaos.report.results import attachments
 
-from .helpers import (REPO, allure_results, catalogue, labelled, module_markers, only_elsewhere, project_of,
-                      run_pytest, skip_without_ndb)
+from .helpers import (REPO, allure_results, assert_rebuilt_like_live, catalogue, labelled, module_markers,
+                      only_elsewhere, project_of, run_pytest, skip_without_ndb)
 
 EXAMPLE_GATE = REPO / "examples" / "gate" / "availability.toml"
 GALERA = os.environ.get("NDBCHAOS_FIRST_RUN_GALERA", "full")
@@ -113,6 +113,9 @@ def test_default_catalogue_end_to_end(tmp_path, engine):
     assert {k: v["valid"] for k, v in again["checks"].items()} == {k: v["valid"] for k, v in live["checks"].items()}
     assert (again["checks"]["expectation"]["details"]["objectives"]
             == live["checks"]["expectation"]["details"]["objectives"])
+    # ... and its report is rebuilt from the file alone as the live one, byte for byte (six runs:
+    # each takes a few seconds to judge and draw again)
+    assert assert_rebuilt_like_live(results, tmp_path / "rebuilt", limit=6) == 6
     assert (results / "environment.properties").exists()
     env = (results / "environment.properties").read_text()
     assert f"engine={engine}\n" in env, env
