@@ -6,7 +6,7 @@ asserting its verdict, the gate, the trend and the Allure metadata.
 The plugin imports this module the first time a session needs it (a fixture, a Docker-marked
 test, a gate file, an Allure results folder), never while pytest loads the plugin: a project that
 installs ndbchaos loads the plugin in every pytest session, and this module brings numpy, the
-MySQL connector, Allure and Docker's client. ``state`` is the plugin's session state (the
+MySQL connector, Allure and Docker's client. ``state`` is the session's state (``ndbchaos.session``: the
 cluster, the engine's reason, each scenario's terminal line).
 """
 
@@ -37,6 +37,7 @@ from .runtime import docker_available
 from .operations.driver import Operation, play as operate
 from .record import ScenarioId
 from .scenario import ScenarioRun
+from .session import Session
 from .settings import current
 from .soak import SOAK_S, menu_on, play_soak
 from .workload.contract import ClientOptions
@@ -78,7 +79,7 @@ def gate_plugin(config, gate_file: str) -> None:
     config.pluginmanager.register(plugin, GATE_PLUGIN)
 
 
-def _inventory_cluster(request, state: dict) -> InventoryCluster:
+def _inventory_cluster(request, state: Session) -> InventoryCluster:
     """The session cluster of ``--inventory FILE``: verified against its hosts, never started."""
     opt = request.config.getoption
     try:
@@ -88,20 +89,19 @@ def _inventory_cluster(request, state: dict) -> InventoryCluster:
     except NdbChaosError as e:
         pytest.exit(f"ndbchaos: {e}", returncode=2)
     reason = f"inventory {inv.path}: {len(inv.nodes)} nodes on {len(inv.hosts)} hosts"
-    state["cluster"] = state["last_cluster"] = cluster
-    state["engine_reason"] = reason
+    state.hold(cluster, reason)
     say(request.config, f"ndbchaos: engine {engine_name} ({reason}); run label {cluster.project}")
     try:
         cluster.up()
     except UsageError as e:  # a bad inventory: one line, before any fault, and nothing else runs
-        state.pop("cluster", None)
+        state.release()
         pytest.exit(f"ndbchaos: {e}", returncode=2)
     except NdbChaosError as e:
         pytest.fail(f"cluster is not healthy: {e}", pytrace=False)
     return cluster
 
 
-def chaos_cluster(request, state: dict):
+def chaos_cluster(request, state: Session):
     """The session cluster (the ``chaos_cluster`` fixture): an inventory's, verified and attached, or a
     Compose project started here (or found with ``--project``); torn down after the session."""
     if request.config.getoption("--inventory"):
@@ -141,8 +141,7 @@ def chaos_cluster(request, state: dict):
         except NdbChaosError as e:
             pytest.exit(f"ndbchaos: {e}", returncode=2)
     cluster = ComposeCluster(engine, options, project=opt("--project"))
-    state["cluster"] = state["last_cluster"] = cluster
-    state["engine_reason"] = reason
+    state.hold(cluster, reason)
     say(request.config, f"ndbchaos: engine {engine_name} ({reason}); project {cluster.project}")
     try:
         if opt("--project"):
@@ -156,8 +155,8 @@ def chaos_cluster(request, state: dict):
     teardown_cluster(request.config, state)
 
 
-def teardown_cluster(config, state: dict) -> None:
-    cluster: ClusterHandle | None = state.pop("cluster", None)
+def teardown_cluster(config, state: Session) -> None:
+    cluster: ClusterHandle | None = state.release()
     if cluster is None:
         return
     if not isinstance(cluster, ComposeProject):  # an inventory's: healed and left running, as healthy as found
@@ -212,7 +211,7 @@ def scenario_run(cluster: ClusterHandle, request):
                 say(request.config, f"ndbchaos: attaching the evidence of the incomplete run failed: {e}")
 
 
-def play(cluster: ClusterHandle, scenario_run, request, state: dict):
+def play(cluster: ClusterHandle, scenario_run, request, state: Session):
     """Play a scenario declaration (``ndbchaos.driver.Scenario``) and assert its verdict: every
     judgement of the run (durability, availability, errors, the engine's expectation) is in it,
     one line per checker in the failure message."""
@@ -236,7 +235,7 @@ def play(cluster: ClusterHandle, scenario_run, request, state: dict):
     return _play
 
 
-def soak(cluster: ClusterHandle, scenario_run, request, state: dict):
+def soak(cluster: ClusterHandle, scenario_run, request, state: Session):
     """Play a soak declaration (``ndbchaos.soak.Soak``) for ``--soak-duration`` seconds and assert
     its verdict: the whole history and every fault of the schedule on its own span."""
 
@@ -261,12 +260,12 @@ def _scenario_id(request, name: str, family: str) -> ScenarioId:
                       tuple(m.name for m in request.node.iter_markers()))
 
 
-def _judged(request, cluster: ClusterHandle, res, run, state: dict):
+def _judged(request, cluster: ClusterHandle, res, run, state: Session):
     """A finished run: its report (from the result alone), its gate rows and trend, its line for
     the terminal, then its verdict asserted."""
     report.attach_result(res)
     name = run.scenario.name if run.scenario else request.node.name
-    state.setdefault("lines", {})[request.node.nodeid] = scenario_line(name, res.measurements, res.verdict)
+    state.lines[request.node.nodeid] = scenario_line(name, res.measurements, res.verdict)
     gate = request.config.pluginmanager.get_plugin("ndbchaos-gate")
     if gate is not None:
         rows, text = gate.add(request.node, res.history, res.verdict)
@@ -293,9 +292,9 @@ def _trend(request, engine: str, res) -> None:
         say(request.config, f"ndbchaos: trend not recorded ({e})")
 
 
-def session_finish(session, state: dict) -> None:
+def session_finish(session, state: Session) -> None:
     """Heal anything still open; write the Allure environment, categories and executor."""
     teardown_cluster(session.config, state)
     alluredir = getattr(session.config.option, "allure_report_dir", None)
     if alluredir:
-        write_results_metadata(Path(alluredir), state.get("engine_reason", ""), state.get("last_cluster"), in_ci())
+        write_results_metadata(Path(alluredir), state.engine_reason, state.last_cluster, in_ci())

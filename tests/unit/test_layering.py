@@ -161,6 +161,50 @@ def test_no_module_over_450_lines():
     assert over == {}
 
 
+#: the readers of a run (what it recorded, how it was judged) and the player they must never reach:
+#: a report, a gate or a summary is made from the saved record and verdict alone
+READERS = ("ndbchaos.report", "ndbchaos.gate", "ndbchaos.commands.summary", "ndbchaos.commands.report",
+           "ndbchaos.outcome", "ndbchaos.record", "ndbchaos.recording")
+PLAYER = ("ndbchaos.scenario", "ndbchaos.driver", "ndbchaos.soak", "ndbchaos.operations", "ndbchaos.fixtures")
+
+
+def _under(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def reach(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others, at module level."""
+    seen, todo = set(), [start]
+    while todo:
+        for b in graph.get(todo.pop(), ()):
+            if b not in seen:
+                seen.add(b)
+                todo.append(b)
+    return seen
+
+
+def _all_imports(path: Path, module: str) -> set[str]:
+    """Every project module a file names in an import, inside functions and TYPE_CHECKING too."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if _ours(a.name))
+        elif isinstance(node, ast.ImportFrom):
+            target = _target(module, path, node)
+            if _ours(target):
+                out.add(target)
+                out.update(f"{target}.{a.name}" for a in node.names)
+    return out
+
+
+def test_the_readers_of_a_run_never_reach_the_player():
+    mods, graph, _ = _package()
+    readers = [m for m in mods if _under(m, READERS)]
+    assert len(readers) >= 10, readers
+    bad = {m: sorted(x for x in reach(graph, m) | _all_imports(mods[m], m) if _under(x, PLAYER)) for m in readers}
+    assert {m: x for m, x in bad.items() if x} == {}
+
+
 def test_the_known_exceptions_are_still_there():
     """An exception that no longer holds is taken out of the lists above."""
     mods, graph, _ = _package()

@@ -14,6 +14,7 @@ from ndbchaos.engines.base import Expectation
 from ndbchaos.history.core import History
 from ndbchaos.outcome import Result
 from ndbchaos.record import RunRecord
+from ndbchaos.session import Session
 
 from .test_driver import _fault, _run
 
@@ -40,7 +41,7 @@ def _play(tmp_path, *verdicts: Verdict):
     run.finish.return_value = Result(history, RunVerdict.of(list(verdicts), "ledger", 0, {}, []), record)
     sc = driver.Scenario("kill_one", "datanode_loss", "kill one data node",
                          fault=lambda c, rng: _fault([c.topology.node("data1")]), baseline_s=0, hold_s=0, after_s=0)
-    play = fixtures.play(run.cluster, lambda *a, **kw: run, _request(tmp_path), {})
+    play = fixtures.play(run.cluster, lambda *a, **kw: run, _request(tmp_path), Session())
     return play(sc)
 
 
