@@ -272,13 +272,10 @@ def _finish(txns, graph, ix) -> Analysis:
             w = ix.intermediate_writer(k, v[-1])
             if w is not None and w != tid:
                 _g1b(add, tid, w, k, v, v[-1])
-    lost: dict = {}
-    for t in ix.twice_txns:
-        if t.type == OK:
-            _same_key_twice(t, lost, add)
-    for (k, v), ts in lost.items():
-        if len(ts) > 1:
-            add("lost-update", _lost_update(k, v, ts))
+    for t in ix.twice_txns:  # those with an internal or a future read
+        _same_key_twice(t, {}, add)
+    for k, v, ts in ix.lost_updates:
+        add("lost-update", _lost_update(k, v, ts))
     order, writer = ix.dirty()
     _dirty_updates(order, writer, txns, add)
 

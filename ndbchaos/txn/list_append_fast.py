@@ -262,10 +262,12 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     again[a_order[:-1][same]] = True
     g1b = np.zeros(len(rv), dtype=bool)
     g1b[ne] = again[w_row] & (w != r_t[ne]) & (w >= 0)
-    m_order = np.lexsort((ks, mt))
-    twice = np.zeros(n, dtype=bool)
-    dup = (mt[m_order][1:] == mt[m_order][:-1]) & (ks[m_order][1:] == ks[m_order][:-1])
-    twice[mt[m_order][1:][dup]] = True
+    o_at = np.arange(len(o_code), dtype=np.int64) - np.repeat(o_start, o_len)  # place in its key's order
+    a_at = np.full(len(a_code), -1, dtype=np.int64)  # each append's place in its key's order (-1: unread)
+    if len(o_code):
+        row, hit = ordered.find(a_code)
+        a_at[hit] = o_at[row[hit]]
+    suspects, lost = _same_key_twice(n, types, mt, ks, is_app, app_pos, a_at, read_pos, rlen)
     dirty_keys = np.unique(o_key[o_failed])
 
     rk_list = r_k.tolist()
@@ -277,7 +279,9 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
         cases = np.flatnonzero(g1a | g1b).tolist()  # reads, in history order
         has_failed = bool((types[a_t] == FAIL).any())
         has_intermediate = bool(again.any())
-        twice_txns = [txns[i] for i in np.flatnonzero(twice).tolist()]
+        twice_txns = [txns[i] for i in suspects.tolist()]
+        #: lost updates: [(key, version read, [txn ids])], in the order the reference finds them
+        lost_updates = [(rk_list[r], rv[r], ts) for r, ts in lost]
 
         @staticmethod
         def read(i: int):
@@ -345,6 +349,96 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
             return order, writer
 
     return finish(graph, Index)
+
+
+def _same_key_twice(n, types, mt, ks, is_app, app_pos, a_at, read_pos, rlen):
+    """The committed transactions that touch a key more than once: those whose reads disagree
+    with their own earlier reads and appends (internal) or hold their own later append (future
+    read), for the reference to write; and the lost updates, [(read, [txn ids])] (two or more
+    transactions that read the same version of a key, then appended to it).
+
+    Every committed read of a key is a prefix of its order, so a read is its length and an append
+    its place in that order: a read of length L holds the append at place i when i < L; after a
+    read of length Lq and appends A, a read equals that state when its length is Lq + |A| and
+    A's places are Lq, Lq + 1, ...; after appends A alone, it ends with them when A's places are
+    its last |A|."""
+    none = (np.empty(0, dtype=np.int64), [])
+    m = np.flatnonzero(types[mt] == OK)
+    if not len(m):
+        return none
+    m = m[np.lexsort((ks[m], mt[m]))]  # committed micro-ops by transaction and key, in order
+    t, k = mt[m], ks[m]
+    start = np.ones(len(m), dtype=bool)
+    start[1:] = (t[1:] != t[:-1]) | (k[1:] != k[:-1])
+    gid = np.cumsum(start) - 1
+    size = np.bincount(gid)
+    keep = size[gid] > 1  # (transaction, key) touched more than once
+    if not keep.any():
+        return none
+    m, t, k, gid = m[keep], t[keep], k[keep], gid[keep]
+    start = np.ones(len(m), dtype=bool)
+    start[1:] = gid[1:] != gid[:-1]
+    g0 = np.maximum.accumulate(np.where(start, np.arange(len(m)), 0))  # each one's group's first
+    app = is_app[m]
+    ridx = np.full(len(is_app), -1, dtype=np.int64)
+    ridx[read_pos] = np.arange(len(read_pos))
+    aidx = np.full(len(is_app), -1, dtype=np.int64)
+    aidx[app_pos] = np.arange(len(app_pos))
+    ln = np.where(app, -1, rlen[ridx[m]])  # a read's length
+    place = np.where(app, a_at[aidx[m]], -1)  # an append's place
+    j = np.arange(len(m), dtype=np.int64)
+    # the last read before each micro-op in its group (-1: none), its length
+    last = np.maximum.accumulate(np.where(~app, j, -1))
+    prev_read = np.full(len(m), -1, dtype=np.int64)
+    prev_read[1:] = last[:-1]
+    prev_read[prev_read < g0] = -1
+    # future read: an append whose place an earlier read of its own reached
+    big = int(ln.max()) + 2
+    reach = np.maximum.accumulate(ln + gid * big) - gid * big  # longest read so far in the group
+    before = np.full(len(m), -1, dtype=np.int64)
+    before[1:] = reach[:-1]
+    before[start] = -1
+    future = app & (place >= 0) & (before > place)
+    # internal: a read after an earlier micro-op on its key, against the state they leave
+    known = prev_read >= 0
+    first_app = np.where(known, prev_read + 1, g0)  # the appends since: [first_app, j)
+    count = j - first_app
+    lq = np.where(known, ln[np.maximum(prev_read, 0)], 0)
+    rd = ~app & ~start
+    internal = rd & np.where(known, ln != lq + count, ln < count)
+    # each append checked by the next read of its group: its place must be the one that read implies
+    nxt = np.minimum.accumulate(np.where(~app, j, len(m))[::-1])[::-1]  # the next read, at or after
+    has_next = app & (nxt < len(m))
+    nxt_c = np.minimum(nxt, len(m) - 1)
+    same_grp = has_next & (gid[nxt_c] == gid)
+    i = j - first_app[nxt_c]  # its rank among the appends that read checks
+    want = np.where(known[nxt_c], lq[nxt_c] + i, ln[nxt_c] - count[nxt_c] + i)
+    bad = same_grp & (place != want)
+    internal[nxt_c[bad]] = True
+    suspects = np.unique(t[future | internal])
+    # lost updates: per (transaction, key), its first read when that came before its first append
+    first_read = np.where(~app, j, len(m))
+    first_read = np.minimum.reduceat(first_read, np.flatnonzero(start))
+    g_app = np.minimum.reduceat(np.where(app, j, len(m)), np.flatnonzero(start))
+    entry = (first_read < g_app) & (g_app < len(m))  # per group: read, then appended
+    if not entry.any():
+        return suspects, []
+    fr = first_read[entry]
+    e_key, e_len = k[fr], ln[fr]
+    e_t = t[fr]
+    e_at = m[g_app[entry]]  # where the reference meets it: the first append, in history order
+    order = np.lexsort((e_at, e_len, e_key))
+    same = np.ones(len(order), dtype=bool)
+    same[1:] = (e_key[order][1:] != e_key[order][:-1]) | (e_len[order][1:] != e_len[order][:-1])
+    grp_start = np.flatnonzero(same)
+    counts = np.diff(np.append(grp_start, len(order)))
+    lost = []
+    multi = np.flatnonzero(counts > 1)
+    for g in multi[np.argsort(e_at[order][grp_start[multi]], kind="stable")].tolist():
+        members = order[grp_start[g]:grp_start[g] + counts[g]]
+        members = members[np.argsort(e_at[members], kind="stable")]
+        lost.append((int(ridx[m[fr[members[0]]]]), e_t[members].tolist()))
+    return suspects, lost
 
 
 __all__ = ["analyze"]
