@@ -31,7 +31,7 @@ from ..history import History, HistoryFormatError
 from ..history.columnar import MAGIC as COLUMNAR_MAGIC
 from ..history.interchange import without_gc
 from .edn import EdnError, dumps_op, loads_all, op_from_edn
-from .mops import TxnFormatError, _fast_mops, _mops, _short
+from .mops import TxnFormatError, _fast_mops, _mops, _short, _valid_mops
 
 try:
     import orjson as _orjson
@@ -119,7 +119,7 @@ class TxnHistory:
                 if code < 0:
                     if proc in open_ or type(ev.get("index") or 0) is not int:
                         raise TypeError  # (named below)
-                    if _fast_mops(ev.get("value")) is None:  # its micro-ops too: a map or set in them is refused
+                    if not _valid_mops(ev.get("value")):  # its micro-ops too: a map or set in them is refused
                         _mops(ev["value"], f"{source}:op {_op_no(ev, n)}")
                     open_[proc] = (pos, ev)
                     pos += 1
@@ -358,26 +358,47 @@ def _json_events(data: bytes, name: str):
     return _json_lines(data, name)
 
 
-_CHUNK = 16384  # lines per parser call
+_CHUNK = 1 << 22  # bytes of whole lines per parser call
 
 
 def _json_lines(data: bytes, name: str):
-    lines = data.split(b"\n")
-    for lo in range(0, len(lines), _CHUNK):
-        chunk = [ln for ln in lines[lo:lo + _CHUNK] if ln]
-        try:
-            yield from _loads(b"[" + b",".join(chunk) + b"]")
-            continue
-        except ValueError:
-            pass
-        for n, line in enumerate(lines[lo:lo + _CHUNK], lo + 1):  # find the line that is wrong
-            if not line.strip():
-                continue
+    """The events of JSON lines: about ``_CHUNK`` bytes of whole lines at a time made one JSON
+    array (newlines to commas) for one parser call. A chunk that is not one array that way (a
+    blank line in it, or an error) is read line by line (``_lines``), which skips blank lines
+    and names the line that is wrong."""
+    lineno = 1
+    a = 0
+    while a < len(data):
+        b = data.find(b"\n", a + _CHUNK)
+        b = len(data) if b < 0 else b + 1
+        chunk = data[a:b]
+        body = chunk.rstrip(b"\n")
+        events = None
+        if body:
             try:
-                _loads(line)
-            except ValueError as e:
-                raise TxnFormatError(f"{name}:{n}: not valid JSON ({e})") from None
-        raise TxnFormatError(f"{name}: not JSON lines of ops")
+                events = _loads(b"[" + body.replace(b"\n", b",") + b"]")
+            except ValueError:
+                pass
+        yield from (_lines(chunk, lineno, name) if events is None else events)
+        lineno += chunk.count(b"\n")
+        a = b
+
+
+def _lines(chunk: bytes, lineno: int, name: str) -> list:
+    """The events of the lines of chunk (the first is line ``lineno``), blank ones skipped."""
+    lines = chunk.split(b"\n")
+    try:
+        return _loads(b"[" + b",".join(ln for ln in lines if ln) + b"]")
+    except ValueError:
+        pass
+    for n, line in enumerate(lines, lineno):  # find the line that is wrong
+        if not line.strip():
+            continue
+        try:
+            _loads(line)
+        except ValueError as e:
+            raise TxnFormatError(f"{name}:{n}: not valid JSON ({e})") from None
+    raise TxnFormatError(f"{name}: not JSON lines of ops")
 
 
 def _json_error_line(data: bytes, e: Exception) -> int:

@@ -40,6 +40,22 @@ def _fast_mops(value) -> list | None:
     return out
 
 
+def _valid_mops(value) -> bool:
+    """Whether ``_fast_mops`` takes value (not None), without building its micro-ops: an
+    invocation's, checked and then left for its completion's."""
+    if value is None:
+        return True
+    names, sc = _MOP_NAMES, _SCALAR
+    try:
+        for f, k, v in value:
+            if f not in names or type(k) not in sc or (
+                    type(v) not in sc and (type(v) not in (list, tuple) or not set(map(type, v)) <= sc)):
+                return False
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _mop_name(f) -> str | None:
     if isinstance(f, str):
         return f[1:] if f.startswith(":") else f

@@ -195,3 +195,42 @@ def test_ndbchaos_export_writes_a_run_for_elle_and_refuses_a_run_without_transac
     ledger.write(str(led))
     r = subprocess.run([sys.executable, "-m", "ndbchaos.cli", "export", str(led)], capture_output=True, text=True)
     assert r.returncode == 2 and "no transactions in it (workload ledger)" in r.stderr
+
+
+# -- JSON lines in chunks of bytes ----------------------------------------------------------------
+
+def _events_text(n: int) -> list[str]:
+    out = []
+    for i in range(n):
+        out.append(f'{{"index":{2 * i},"process":{i % 3},"type":"invoke","value":[["append",{i % 4},{i}]]}}')
+        out.append(f'{{"index":{2 * i + 1},"process":{i % 3},"type":"ok","value":[["append",{i % 4},{i}]]}}')
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 40, 333, 1 << 22])
+def test_json_lines_read_in_any_chunks_are_the_same(tmp_path, monkeypatch, chunk):
+    """Chunks of whole lines, blank lines among them, give the events of the whole file; a
+    wrong line is named by its number whichever chunk holds it."""
+    from ndbchaos.txn import history as txn_history
+    lines = _events_text(30)
+    lines.insert(7, "")
+    lines.insert(20, "")
+    p = tmp_path / "h.jsonl"
+    p.write_text("\n".join(lines) + "\n\n")
+    whole = [t.to_json() for t in TxnHistory.read(p)]
+    monkeypatch.setattr(txn_history, "_CHUNK", chunk)
+    assert [t.to_json() for t in TxnHistory.read(p)] == whole and len(whole) == 30
+    lines = [ln for ln in lines if ln]
+    lines[41] = lines[41][:-3]
+    p.write_text("\r\n".join(lines))
+    with pytest.raises(TxnFormatError, match=r"h.jsonl:42: not valid JSON"):
+        TxnHistory.read(p)
+
+
+@pytest.mark.parametrize("value", [
+    None, [], [["r", 1, None]], [["append", "k", 1.5]], [[":r", 1, [1, "a", None, True]]], [["r", 1, (1, 2)]],
+    [["w", 1, 2]], [["x", 1, 2]], [["r", [1, 2], [3]]], [["r", 1, [[1]]]], [["r", 1, {"a": 1}]], [["r", {}, 1]],
+    [["r", 1]], [["r", 1, 2, 3]], ["abc"], [[["r"], 1, 2]], 5, [None], [["append", 1, {1}]], {"r": 1}])
+def test_an_invocation_is_checked_as_its_completion_would_be(value):
+    from ndbchaos.txn.mops import _fast_mops, _valid_mops
+    assert _valid_mops(value) == (_fast_mops(value) is not None)
