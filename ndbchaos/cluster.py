@@ -17,18 +17,40 @@ import socket
 import time
 import uuid
 from pathlib import Path
+from typing import Protocol
 
 from . import disks, holds, runtime
 from . import topology as TP
 from .clock import RunClock
-from .engines.base import ClusterStatus, Engine
 from .errors import NdbChaosError
 from .faults import netns
-from .handle import ClusterHandle
+from .handle import ClusterHandle, HandleEngine
 from .settings import Settings, current
 from .topology import Node, Topology
+from .vocabulary import ClusterStatus
 
 log = logging.getLogger("ndbchaos")
+
+
+class ComposeEngine(HandleEngine, Protocol):
+    """What the compose runtime asks of its engine besides a handle's: the Compose project (files,
+    environment, profiles, services), its images and the engine's start order."""
+
+    def compose_files(self, options: dict) -> list[Path]: ...
+
+    def compose_env(self, options: dict) -> dict[str, str]: ...
+
+    def compose_profiles(self, options: dict) -> list[str]: ...
+
+    def services(self, options: dict) -> dict[str, list[str]]:
+        """The Compose services of each role; asked only for ``options["data_disk_mb"]`` (bounded
+        data disks, an option of the engines that name their services: NDB)."""
+
+    def ensure_images(self, options: dict) -> None: ...
+
+    def images(self, options: dict) -> list[str]: ...
+
+    def start(self, cluster: ComposeCluster) -> None: ...
 
 
 def new_project_id() -> str:
@@ -41,7 +63,7 @@ class ComposeCluster(ClusterHandle):
     backend = "docker"
     netns_outlives_node = False  # a stopped container has no namespace left, nor rules
 
-    def __init__(self, engine: Engine, options: dict | None = None, project: str | None = None,
+    def __init__(self, engine: ComposeEngine, options: dict | None = None, project: str | None = None,
                  clock: RunClock | None = None, settings: Settings | None = None):
         super().__init__(engine, options, project or new_project_id(), clock)
         #: the user's ports (NDBCHAOS_PORT_<SERVICE>): the settings handed in, else the process'

@@ -25,13 +25,28 @@ from abc import ABC, abstractmethod
 from typing import Protocol, runtime_checkable
 
 from .clock import RunClock
-from .engines.base import ClusterStatus, Engine
 from .errors import ClusterNotReady
 from .journal import Journal
 from .topology import Node, Topology
+from .vocabulary import ClusterStatus
 from .waiting import Deadline, wait_until
 
 log = logging.getLogger("ndbchaos")
+
+
+class HandleEngine(Protocol):
+    """What every cluster handle asks of its engine. An engine acts on handles (``ndbchaos.engines``
+    types against ``ClusterHandle``), so a handle names only the part of the engine it calls."""
+
+    name: str
+    #: roles whose nodes are the clients' SQL endpoints
+    sql_roles: tuple[str, ...]
+
+    def prepare(self, cluster: ClusterHandle) -> None: ...
+
+    def status(self, cluster: ClusterHandle) -> ClusterStatus: ...
+
+    def recover_nodes(self, cluster: ClusterHandle, nodes: list[Node]) -> None: ...
 
 
 class ClusterHandle(ABC):
@@ -43,7 +58,7 @@ class ClusterHandle(ABC):
     #: process: a host's does; a container's goes when the container stops
     netns_outlives_node: bool = False
 
-    def __init__(self, engine: Engine, options: dict | None = None, project: str = "",
+    def __init__(self, engine: HandleEngine, options: dict | None = None, project: str = "",
                  clock: RunClock | None = None):
         self.engine = engine
         self.options = dict(options or {})

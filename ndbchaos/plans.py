@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import topology as TP
-from .engines.base import Expectation
+from .vocabulary import Expectation
 from .errors import UsageError
 from .workload.contract import ClientOptions
 

@@ -10,79 +10,22 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from .. import runtime
 from ..events import parse_lines, time_to_epoch
 from ..sqlconn import connect, error_fields
+from ..vocabulary import ClusterStatus, Expectation, TxnModels
 
-if TYPE_CHECKING:  # pragma: no cover (the handles type their engine with this module's Engine)
+if TYPE_CHECKING:  # pragma: no cover (an engine acts on the runtimes' handles; they type it with their own protocols)
     from ..cluster import ComposeCluster
     from ..handle import ClusterHandle
-    from ..inventory.cluster import InventoryCluster
     from ..topology import Node
 
 #: a kept monitoring connection that fails faster than this was stale (closed by a restart of its
 #: server), not a sign of the server now; the monitoring read timeout is 2 s
 STALE_FAILS_WITHIN_S = 0.5
-
-
-@dataclass
-class NodeStatus:
-    """What one node looks like right now.
-
-    ``state`` is engine vocabulary (Galera: Synced/Joining/...; NDB: started/starting/not connected);
-    ``healthy`` is the engine's judgement of that state; ``details`` carries the raw fields.
-    """
-
-    node: str
-    role: str
-    container: str  # running | paused | exited | gone ...
-    state: str
-    healthy: bool
-    details: dict = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return {"node": self.node, "role": self.role, "container": self.container,
-                "state": self.state, "healthy": self.healthy, "details": self.details}
-
-
-@dataclass
-class ClusterStatus:
-    t: float  # run clock
-    nodes: list[NodeStatus]
-    healthy: bool
-    problems: list[str]
-    summary: dict = field(default_factory=dict)  # engine-level facts (component size, arbitrator...)
-
-    def node(self, name: str) -> NodeStatus:
-        for n in self.nodes:
-            if n.node == name:
-                return n
-        raise KeyError(name)
-
-    def to_dict(self) -> dict:
-        return {"t": round(self.t, 3), "healthy": self.healthy, "problems": self.problems,
-                "summary": self.summary, "nodes": [n.to_dict() for n in self.nodes]}
-
-
-@dataclass
-class Expectation:
-    """The outcome a fault must have, and the rule it is derived from."""
-
-    family: str
-    survivors_serve: bool  # do clients on surviving SQL nodes keep succeeding?
-    cluster_survives: bool  # does a primary/running cluster remain?
-    rule: str  # where the expectation comes from (reference section, formula)
-    detection_bound_s: float  # fault start -> engine reacts (membership change), upper bound
-    recovery_bound_s: float  # heal/restart -> node healthy again, upper bound
-    recovery: str  # node_restart | system_restart | bootstrap | none
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 # -- abilities an engine may have (checked with isinstance, never by the engine's name) -------
@@ -109,26 +52,6 @@ class Procedures(Protocol):
     change, each a ``Procedure``."""
 
     procedures: object
-
-
-@runtime_checkable
-class InventoryCheck(Protocol):
-    """Checks of its own on an existing cluster described by an inventory (notes to record)."""
-
-    def check_inventory(self, cluster: "InventoryCluster") -> list[str]: ...
-
-
-@dataclass(frozen=True)
-class TxnModels:
-    """The consistency models an engine promises for a transactional workload variant, where
-    that promise comes from, and what it allows (what the checker may report without failing)."""
-
-    models: tuple[str, ...]
-    source: str
-    allows: str = ""
-
-    def to_dict(self) -> dict:
-        return {"models": list(self.models), "source": self.source, "allows": self.allows}
 
 
 class Engine:

@@ -16,13 +16,14 @@ import ipaddress
 import logging
 import socket
 import time
+from typing import Protocol, runtime_checkable
 
 from .. import topology as TP
-from ..engines.base import ClusterStatus, Engine, InventoryCheck
 from ..errors import BlastRadiusError, NdbChaosError
 from ..faults import netns
-from ..handle import ClusterHandle
+from ..handle import ClusterHandle, HandleEngine
 from ..topology import Node, Topology
+from ..vocabulary import ClusterStatus
 from .guard import HostNetHelper, disarm_script, guard_seconds
 from .remote import HostNode, Remote
 from .spec import Inventory, InventoryError
@@ -33,11 +34,19 @@ log = logging.getLogger("ndbchaos")
 SUPPORTED_ENGINES = ("ndb",)
 
 
+@runtime_checkable
+class InventoryCheck(Protocol):
+    """An engine's ability: checks of its own on an existing cluster described by an inventory
+    (notes to record), asked once the hosts are verified."""
+
+    def check_inventory(self, cluster: InventoryCluster) -> list[str]: ...
+
+
 class InventoryCluster(ClusterHandle):
     backend = "inventory"
     netns_outlives_node = True  # a host keeps its namespace and a partition's rules when a node stops
 
-    def __init__(self, engine: Engine, inventory: Inventory, options: dict | None = None, clock=None):
+    def __init__(self, engine: HandleEngine, inventory: Inventory, options: dict | None = None, clock=None):
         if engine.name != inventory.engine:
             raise InventoryError(f"inventory {inventory.path}: engine {inventory.engine}, "
                                  f"but --engine says {engine.name}")

@@ -9,7 +9,7 @@ from unittest import mock
 import pytest
 
 from ndbchaos import driver
-from ndbchaos.engines.base import ClusterStatus, Expectation
+from ndbchaos.vocabulary import ClusterStatus, Expectation
 from ndbchaos.recording import Recorder
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import DATA, SQL, Node, Topology

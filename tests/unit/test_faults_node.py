@@ -5,7 +5,7 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.engines.base import ClusterStatus, NodeStatus
+from ndbchaos.vocabulary import ClusterStatus, NodeStatus
 from ndbchaos.faults import node as ND
 from ndbchaos.faults.base import FaultNotEffective
 from ndbchaos.journal import Journal

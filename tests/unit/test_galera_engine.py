@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from ndbchaos.engines.base import ClusterStatus, NodeStatus
+from ndbchaos.vocabulary import ClusterStatus, NodeStatus
 from ndbchaos.resources import COMPOSE_DIR
 from ndbchaos.engines.galera import GaleraEngine
 from ndbchaos.engines.galera import rules as G

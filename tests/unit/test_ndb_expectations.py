@@ -7,7 +7,7 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
-from ndbchaos.engines.base import ClusterStatus, NodeStatus
+from ndbchaos.vocabulary import ClusterStatus, NodeStatus
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb import rules as ndbrules
 from ndbchaos.engines.ndb.expectations import FAMILIES

@@ -5,7 +5,7 @@ no Docker: a topology and the shipped config files are all they get."""
 import pytest
 
 from ndbchaos import topology as TP
-from ndbchaos.engines.base import Expectation
+from ndbchaos.vocabulary import Expectation
 from ndbchaos.resources import COMPOSE_DIR
 from ndbchaos.engines.ndb import errors as ndb_errors
 from ndbchaos.engines.ndb import expectations as X

@@ -11,7 +11,7 @@ from unittest import mock
 
 import pytest
 
-from ndbchaos.engines.base import ClusterStatus, Expectation
+from ndbchaos.vocabulary import ClusterStatus, Expectation
 from ndbchaos.engines.ndb.procedures import NdbProcedures, parse_ndb_desc
 from ndbchaos.errors import UsageError
 from ndbchaos.operations import Outcome, Procedure, Step, StepFailed

@@ -10,7 +10,7 @@ import pytest
 from ndbchaos import soak as S
 from ndbchaos.checks import check_run, steps
 from ndbchaos.driver import Scenario
-from ndbchaos.engines.base import ClusterStatus, Expectation
+from ndbchaos.vocabulary import ClusterStatus, Expectation
 from ndbchaos.errors import UsageError
 from ndbchaos.handle import ComposeProject
 from ndbchaos.history import ErrorInfo, History

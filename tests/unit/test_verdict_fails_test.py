@@ -10,7 +10,7 @@ import pytest
 
 from ndbchaos import driver, fixtures
 from ndbchaos.checks.verdict import RunVerdict, Verdict
-from ndbchaos.engines.base import Expectation
+from ndbchaos.vocabulary import Expectation
 from ndbchaos.history.core import History
 from ndbchaos.outcome import Result
 from ndbchaos.record import RunRecord

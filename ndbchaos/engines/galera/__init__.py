@@ -13,7 +13,8 @@ outcome, pure), ``logs`` (the mariadbd error log reader), ``errors`` (Galera's c
 from __future__ import annotations
 
 from ... import topology as TP
-from ..base import Engine, Expectation, TxnModels
+from ...vocabulary import Expectation, TxnModels
+from ..base import Engine
 from . import rules
 from .lifecycle import LifecycleMixin
 from .status import StatusMixin

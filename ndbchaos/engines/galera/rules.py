@@ -5,7 +5,7 @@ number of data nodes, the members and the scenario's keywords: no Docker, no SQL
 
 from __future__ import annotations
 
-from ..base import Expectation
+from ...vocabulary import Expectation
 
 # Timers from ndbchaos/data/compose/galera/galera.cnf (keep in sync; a unit test checks it).
 SUSPECT_TIMEOUT = 3.0  # evs.suspect_timeout

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ... import runtime
 from ... import topology as TP
-from ..base import ClusterStatus, NodeStatus
+from ...vocabulary import ClusterStatus, NodeStatus
 
 STATUS_VARS = ("wsrep_cluster_status", "wsrep_local_state_comment", "wsrep_ready", "wsrep_connected",
                "wsrep_cluster_size", "wsrep_cluster_conf_id", "wsrep_cluster_state_uuid",

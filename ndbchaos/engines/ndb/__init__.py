@@ -26,7 +26,8 @@ The package:
 from __future__ import annotations
 
 from ... import topology as TP
-from ..base import Engine, Expectation, TxnModels
+from ...vocabulary import Expectation, TxnModels
+from ..base import Engine
 from . import expectations, rules
 from .config import NdbConfig
 from .errorinsert import ErrorInsertMixin

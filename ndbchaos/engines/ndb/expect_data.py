@@ -6,7 +6,7 @@ scenario's keywords.
 from __future__ import annotations
 
 from ...errors import UsageError
-from ..base import Expectation
+from ...vocabulary import Expectation
 from .expect_facts import ALONE_THAW_EXIT, BACKUP_ABORTED_BY_NODE_FAILURE, DECLARED_DEAD_EXIT, SEC51, Facts
 from .rules import HEARTBEATS_TO_DETECT, arbitration_check, crash_loss_window_s, partition_bounds
 

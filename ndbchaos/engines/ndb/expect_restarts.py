@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ... import topology as TP
 from ...errors import UsageError
-from ..base import Expectation
+from ...vocabulary import Expectation
 from .expect_data import data_loss
 from .expect_facts import Facts
 from .rules import CONTAINER_START_SLACK, MGMD_START_BOUND, crash_loss_window_s

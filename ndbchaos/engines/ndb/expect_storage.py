@@ -6,7 +6,7 @@ slow (``slow_disk``) or stalls past the GCP stop timeout (``disk_stall``), its w
 
 from __future__ import annotations
 
-from ..base import Expectation
+from ...vocabulary import Expectation
 from .expect_data import data_loss
 from .expect_facts import Facts
 from .expect_restarts import system_restart

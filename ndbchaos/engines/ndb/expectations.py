@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ... import topology as TP
 from ...errors import UsageError
-from ..base import Expectation
+from ...vocabulary import Expectation
 from .config import NdbConfig
 from .expect_data import datanode_loss, halves, nodegroup_loss, two_datanodes_different_ng
 from .expect_facts import Facts

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ... import runtime
 from ... import topology as TP
 from ...events import merge_streams
-from ..base import ClusterStatus, NodeStatus
+from ...vocabulary import ClusterStatus, NodeStatus
 from .clusterlog import ClusterLogFollower
 from .lifecycle import PROBE_MGM_CLIENT
 from .mgm import MgmReport, parse_mgm, parse_show

@@ -1,7 +1,8 @@
 """A toy engine for tests/unit/test_extension_points.py: what adding an engine takes (its
 package: the Engine class, a log reader, error rules), never shipped."""
 
-from ndbchaos.engines.base import Engine, TxnModels
+from ndbchaos.engines.base import Engine
+from ndbchaos.vocabulary import TxnModels
 
 
 class ToyEngine(Engine):
