@@ -20,7 +20,7 @@ import pytest
 
 from ndbchaos.catalogue import every_data_node, masters, one_data_node, one_per_nodegroup, params, replicated
 from ndbchaos.driver import Scenario, seeded
-from ndbchaos.faults.mgm import KillDuringBackup, MgmRestart, RollingRestart
+from ndbchaos.engines.ndb.faults.mgm import KillDuringBackup, MgmRestart, RollingRestart
 from ndbchaos.faults.node import Kill, KillDuringRecovery, KillInTurn, Pause, Stop
 
 NO_GROUPS = "Galera has one group holding every replica and no master: its data node losses are the quorum cases above"

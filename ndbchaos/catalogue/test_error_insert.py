@@ -3,7 +3,7 @@ with, under steady client load and judged by every checker.
 
 Each scenario is named after the NDB test it comes from (storage/ndb/test: NdbRestarts.cpp,
 testNodeRestart.cpp, testBackup.cpp; ../shared/reference/error-insert.md has the file and line of
-each code). The fault (``ndbchaos.faults.errorinsert``) proves its code fired before anything is
+each code). The fault (``ndbchaos.engines.ndb.faults.errorinsert``) proves its code fired before anything is
 judged: the node logged NDB_TAMPER for it, and its error log has the crash's entry naming the
 block and line. Expected (the engine's rules, as for the same data nodes lost another way): the
 survivors keep serving within the detection bound, the crashed node comes back by a node restart
@@ -22,7 +22,7 @@ import pytest
 from ndbchaos.catalogue import masters, one_data_node, one_per_nodegroup, params, replicated
 from ndbchaos.driver import Scenario, seeded
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.faults.errorinsert import ErrorInsert, ErrorInsertDuringBackup, ErrorInsertInRestart
+from ndbchaos.engines.ndb.faults.errorinsert import ErrorInsert, ErrorInsertDuringBackup, ErrorInsertInRestart
 
 NDB_ONLY = "error inserts are NDB's own (ndb_mgm ERROR); Galera has none"
 TXN = {"workload": "list_append", "clients": 8}

@@ -20,7 +20,7 @@ import pytest
 
 from ndbchaos.catalogue import every_data_node, one_nodegroup, params
 from ndbchaos.driver import Scenario
-from ndbchaos.faults.mgm import SystemRestart
+from ndbchaos.engines.ndb.faults.mgm import SystemRestart
 from ndbchaos.faults.node import Kill
 
 ONE_GROUP = "Galera's one group holds every replica: kill_whole_nodegroup already stops every data node there"

@@ -21,7 +21,7 @@ import sys
 from .. import holds
 from ..errors import NdbChaosError, UsageError
 from ..faults import disk as DK
-from ..faults import errorinsert as EI
+from ..engines.ndb.faults import errorinsert as EI
 from ..faults import netem as NE
 from ..faults import network as N
 from ..faults import node as ND

@@ -8,11 +8,13 @@ The catalogue (see docs/faults.md):
 
     targets     one_data, node, nodegroup, one_per_nodegroup, master, arbitrators, sql, ...
     node        Kill, KillInTurn, RestartWithout, Stop, Pause, Restart, KillDuringRecovery
-    mgm         MgmRestart, MgmStop, SystemRestart, RollingRestart (ndb_mgm; NDB only)
     network     Isolate, Components, Halves, NodeGroupSplit, Bridge, MajoritiesRing, OneWay,
                 RoleSplit (SqlDataSplit, MgmDataSplit), Partition (any grudge), Disconnect
     netem       Netem (Delay, Loss, Duplicate, Corrupt): NetemUnsupported without sch_netem
     toxiproxy   Latency, Bandwidth, Timeout, ResetPeer, Slicer, ProxyDown; proxy_ports()
+
+The kinds here name no engine. An engine's own faults live with it: NDB's management-client
+faults and error inserts in ``ndbchaos.engines.ndb.faults`` (``mgm``, ``errorinsert``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import pytest
 
 from ndbchaos.engines.ndb import errorinsert as EIN
 from ndbchaos.errors import UsageError
-from ndbchaos.faults import errorinsert as EI
+from ndbchaos.engines.ndb.faults import errorinsert as EI
 from ndbchaos.faults.base import FaultNotEffective, FaultUnsupported
 
 from .test_faults_mgm import Cluster, _fast_wait  # four data nodes 11-14 (data1..data4) and mgm1
@@ -135,7 +135,7 @@ class Engine:
 
 @pytest.fixture(autouse=True)
 def running(monkeypatch):
-    from ndbchaos.faults import mgm as MG  # left_started: the wait for the node to leave 'started'
+    from ndbchaos.engines.ndb.faults import mgm as MG  # left_started: the wait for the node to leave 'started'
     for mod in (EI, MG):
         monkeypatch.setattr(mod.runtime, "container_state", lambda c: "running")
         monkeypatch.setattr(mod, "wait_until", _fast_wait)

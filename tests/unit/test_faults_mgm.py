@@ -10,7 +10,7 @@ import pytest
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.errors import UsageError
-from ndbchaos.faults import mgm as MG
+from ndbchaos.engines.ndb.faults import mgm as MG
 from ndbchaos.faults.base import FaultNotEffective, FaultUnsupported
 from ndbchaos.journal import Journal
 from ndbchaos.topology import Node, Topology

@@ -97,7 +97,7 @@ _IGNORED_SPEC: list[tuple[str, str, list[str]]] = [
         r"Angel shutting down", r"Shutdown initiated$", r"Shutdown completed - exiting", r"Shutting down server",
         r"The data node run-time environment has been stopped", r"Error handler shutting down system",
         r"[A-Z]+ \(Line: \d+\) 0x[0-9a-fA-F]+$", r"Restarting system$", r"/\S+/storage/ndb/src/\S+\.cpp$"]),
-    ("error_insert", "NDB_TAMPER: a block taking an error-insert code (ndbchaos.faults.errorinsert reads them)", [
+    ("error_insert", "NDB_TAMPER: a block taking an error-insert code (the errorinsert fault reads them)", [
         r"NDB_TAMPER : block "]),
     ("stack_trace", "stack trace a data node prints when it handles a signal", [
         r"For help with below stacktrace consult:", r"https://dev\.mysql\.com/doc/refman/[^ ]*using-stack-trace",

@@ -21,15 +21,15 @@ from __future__ import annotations
 import re
 import time
 
-from .. import runtime
-from .. import topology as TP
-from ..engines.base import ClusterLog, ManagementClient
-from ..engines.ndb.mgm import reply
-from ..errors import UsageError
-from ..waiting import wait_until
-from ..workload.ballast import ensure as ensure_ballast
-from .base import Fault, FaultNotEffective, FaultUnsupported
-from .node import Kill
+from .... import runtime
+from .... import topology as TP
+from ....errors import UsageError
+from ....faults.base import Fault, FaultNotEffective, FaultUnsupported
+from ....faults.node import Kill
+from ....waiting import wait_until
+from ....workload.ballast import ensure as ensure_ballast
+from ...base import ClusterLog, ManagementClient
+from ..mgm import reply
 
 def _mgm(cluster, command: str, timeout: float) -> tuple[str, str]:
     """Run one ndb_mgm command; (output, the management node that answered). A refusal is

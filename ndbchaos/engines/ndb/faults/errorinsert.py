@@ -33,13 +33,14 @@ from __future__ import annotations
 import re
 import time
 
-from .. import runtime
-from .. import topology as TP
-from ..errors import UsageError
-from ..events import time_to_epoch
-from ..waiting import wait_until
-from .base import Fault, FaultNotEffective, FaultUnsupported
-from .mgm import left_started
+from .... import runtime
+from .... import topology as TP
+from ....errors import UsageError
+from ....events import time_to_epoch
+from ....faults.base import Fault, FaultNotEffective, FaultUnsupported
+from ....waiting import wait_until
+from ..errorinsert import INSERT_EXIT, check_code, describe, route
+from .mgm import left_started, restart_command
 
 #: crash: the node stops at once (its error log says so before the fault is in place); hang: a
 #: thread of it stops, its peers declare it dead, and it ends later by its own watchdog (the error
@@ -50,11 +51,6 @@ EFFECTS = ("crash", "hang", "stall", "fail")
 #: (then StartGCP, StopGCP, #Records ...)
 BACKUP_COMPLETED = re.compile(r"Backup (\d+) started from node \d+ completed|Backup (\d+) completed")
 TRIGGERS = (None, "lcp")
-
-
-def _codes():
-    from ..engines.ndb import errorinsert  # the code table is NDB's; imported when a fault is built
-    return errorinsert
 
 
 class ErrorInsert(Fault):
@@ -72,13 +68,12 @@ class ErrorInsert(Fault):
     def __init__(self, cluster, targets, code: int, extra: int | None = None, effect: str | None = None,
                  also=(), gap_s: float | None = None, trigger: str | None = None,
                  fire_timeout: float | None = None):
-        ei = _codes()
         try:
-            code, extra = ei.check_code(code, extra)
-            also = [ei.check_code(c, x) for c, x in also]
+            code, extra = check_code(code, extra)
+            also = [check_code(c, x) for c, x in also]
         except ValueError as e:
             raise UsageError(f"{self.kind}: {e}") from None
-        known = ei.describe(code)
+        known = describe(code)
         effect = effect or (known.effect if known else "crash")
         if effect not in EFFECTS:
             raise UsageError(f"{self.kind}: effect {effect!r}: one of {', '.join(EFFECTS)}")
@@ -86,11 +81,11 @@ class ErrorInsert(Fault):
             raise UsageError(f"{self.kind}: trigger {trigger!r}: one of {', '.join(t for t in TRIGGERS if t)}")
         if gap_s is not None and gap_s < 0:
             raise UsageError(f"{self.kind}: gap_s must be >= 0, got {gap_s}")
-        params = {"code": code, "block": ei.route(code), "effect": effect}
+        params = {"code": code, "block": route(code), "effect": effect}
         if extra is not None:
             params["extra"] = extra
         if also:
-            params["also"] = [{"code": c, "block": ei.route(c), **({"extra": x} if x is not None else {})}
+            params["also"] = [{"code": c, "block": route(c), **({"extra": x} if x is not None else {})}
                               for c, x in also]
         if known is not None:
             params.update(fires=known.fires, source=known.source, **({"test": known.test} if known.test else {}))
@@ -315,7 +310,7 @@ class ErrorInsert(Fault):
             parts.append("START sent to " + ", ".join(h["started"]))
         if h.get("restarted"):
             parts.append("restarted " + ", ".join(h["restarted"]))
-        itself = [n for n, v in self._crashed.items() if v.get("exit_code") == _codes().INSERT_EXIT
+        itself = [n for n, v in self._crashed.items() if v.get("exit_code") == INSERT_EXIT
                   and n not in (h.get("restarted") or [])]
         if itself:
             parts.append(", ".join(itself) + " restarting by itself (its angel, after the insert's crash)")
@@ -332,7 +327,6 @@ class ErrorInsertInRestart(ErrorInsert):
     kind = "error-insert-in-restart"
 
     def _apply(self) -> None:
-        from .mgm import restart_command
         engine, clock = self.cluster.engine, self.cluster.clock
         cmd = restart_command([t.nodeid for t in self.targets], nostart=True, abort=True)
         rc, out, src = engine.mgm(self.cluster, cmd, timeout=120)
