@@ -38,7 +38,7 @@ from .operations.driver import Operation, play as operate
 from .record import ScenarioId
 from .scenario import ScenarioRun
 from .session import Session
-from .settings import current
+from .settings import Settings, current
 from .soak import SOAK_S, menu_on, play_soak
 from .workload.contract import ClientOptions
 
@@ -101,7 +101,7 @@ def _inventory_cluster(request, state: Session) -> InventoryCluster:
     return cluster
 
 
-def chaos_cluster(request, state: Session):
+def chaos_cluster(request, state: Session, settings: Settings):
     """The session cluster (the ``chaos_cluster`` fixture): an inventory's, verified and attached, or a
     Compose project started here (or found with ``--project``); torn down after the session."""
     if request.config.getoption("--inventory"):
@@ -120,8 +120,8 @@ def chaos_cluster(request, state: Session):
         gate.engine = engine_name  # scenarios for other engines only are not expected of this session
     options = {"galera_data_nodes": opt("--galera-data-nodes"), "keep": opt("--keep-cluster"),
                "seed": opt("--seed")}
-    if current().ndb_layout:  # the session's layout (--ndb-layout, --ndb-config or the environment's), given
-        options["ndb_layout"] = current().ndb_layout
+    if settings.ndb_layout:  # the session's layout (--ndb-layout, --ndb-config or the environment's), given
+        options["ndb_layout"] = settings.ndb_layout
     if opt("--data-disk"):
         try:
             options["data_disk_mb"] = parse_size_mb(opt("--data-disk"))
