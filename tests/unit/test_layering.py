@@ -249,3 +249,11 @@ def test_the_checks_find_what_they_look_for(tmp_path):
     typed, _ = imports(modules(pkg), type_checking=True)
     assert typed["ndbchaos.c"] == {"ndbchaos.sub.b"}
     assert cycles(typed) == [["ndbchaos.c", "ndbchaos.sub.b"]]
+
+
+def test_the_player_stays_small():
+    """The player (a Run: ndbchaos.recording) does the run's actions; what it observed is its
+    recorder's. At most 12 public methods, as the structure asks (issue 40)."""
+    from ndbchaos.scenario import ScenarioRun
+    public = [n for n, v in vars(ScenarioRun).items() if not n.startswith("_") and callable(v)]
+    assert len(public) <= 12, public
