@@ -23,9 +23,13 @@ class Sample:
 
 
 class Observer:
-    def __init__(self, cluster, period: float = 0.5):
+    """``on_sample(status)``: called with each status sample from the observer's thread (the
+    kill switch's watch); what it raises is logged, never fatal."""
+
+    def __init__(self, cluster, period: float = 0.5, on_sample=None):
         self.cluster = cluster
         self.period = period
+        self.on_sample = on_sample
         self.samples: list[Sample] = []
         self.cluster_samples: list[tuple[float, bool, dict]] = []
         self._stop = threading.Event()
@@ -53,6 +57,11 @@ class Observer:
             self.samples.append(Sample(st.t, n.node, n.role, n.container, n.state, n.healthy))
         self.cluster_samples.append((st.t, st.healthy, {**(st.summary or {}),
                                                         "unhealthy": [n.node for n in st.nodes if not n.healthy]}))
+        if self.on_sample is not None:
+            try:
+                self.on_sample(st)
+            except Exception as e:  # the watch must never break the observation
+                self.errors.append(f"{st.t:.2f}: watch: {e}")
         return st
 
     def stop(self) -> None:

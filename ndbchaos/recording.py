@@ -72,6 +72,7 @@ class Recorder:
         self.procedure: dict | None = None  # an operation's record (``record_procedure``)
         self.outline: list[dict] = []  # the steps taken, nested
         self._open: list[list[dict]] = [self.outline]
+        self.scope_began = round(clock.now(), 6)  # when the plan in force began: the run, or its fault step
 
     # -- read-only views ------------------------------------------------------------------------
     @property
@@ -172,10 +173,12 @@ class Recorder:
             self.soak["schedule"].append(plain(info))
         outer, self._scope = self._scope, _Scope(plan)
         step = {**info, "begin": round(self.clock.now(), 6)}
+        outer_began, self.scope_began = self.scope_began, step["begin"]
         try:
             yield step
         finally:
             inner, self._scope = self._scope, outer
+            self.scope_began = outer_began
             step.update(end=round(self.clock.now(), 6), expectation=plan.to_record(), marks=inner.marks,
                         measurements={k: m.to_json() for k, m in inner.measurements.items()},
                         check_options=inner.check_options, windows=self._windows(step["begin"]))
@@ -218,6 +221,8 @@ class Run(Protocol):
     def start_load(self) -> None: ...
 
     def hold(self, seconds: float) -> None: ...
+
+    def poll(self, predicate, timeout: float, poll: float = 0.1): ...
 
     def inject(self, fault): ...
 
