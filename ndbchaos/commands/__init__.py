@@ -16,6 +16,7 @@ HELP = {
     "layout": "print the config.ini (or --compose, --mycnf) of an NDB layout spec, starting nothing",
     "lab": "start or remove the inventory lab (eight ssh hosts running MySQL Cluster)",
     "report": "rebuild the Allure report of saved runs from their files alone",
+    "plan": "print what a saved run did, in order (a soak's schedule as played), and its seed",
     "reap": "remove containers and networks a killed run left behind",
     "setup": "install what scenario runs need: Docker engine, Compose v2, native driver, images",
     "status": "node states and active faults of a running cluster",
