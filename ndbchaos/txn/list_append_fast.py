@@ -84,8 +84,8 @@ class _Table:
 
     def __init__(self, codes: np.ndarray, space: int):
         self.count = np.bincount(codes, minlength=space)
-        self.row = np.full(space, -1, dtype=np.int64)
-        self.row[codes] = np.arange(len(codes), dtype=np.int64)
+        self.row = np.full(space, -1, dtype=np.int32 if len(codes) < 1 << 31 else np.int64)
+        self.row[codes] = np.arange(len(codes), dtype=self.row.dtype)
         self._codes, self._order, self._start = codes, None, None
 
     def repeated(self) -> bool:
@@ -94,7 +94,7 @@ class _Table:
     def find(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         row = self.row[c]
         hit = row >= 0
-        return np.where(hit, row, 0), hit
+        return np.where(hit, row, 0).astype(np.int64), hit
 
     @property
     def order(self) -> np.ndarray:
@@ -109,9 +109,10 @@ class _Table:
         return lo, lo + self.count[c]
 
 
-#: codes go in tables (``_Table``) while their space is at most this many per micro-op, plus a
-#: constant; beyond, they are sorted and searched (``_Sorted``)
-_TABLE_PER_MOP = 8
+#: codes go in tables (``_Table``: 12 bytes per code of the space) while their space is at most
+#: this many per micro-op, plus a constant; beyond, they are sorted and searched (``_Sorted``)
+_TABLE_PER_MOP = 2
+_TABLE_MIN = 1 << 20
 
 
 def analyze(h: TxnHistory, finish) -> Analysis | None:
@@ -157,7 +158,7 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
         return None
 
     # -- who appended what: every completed transaction's appends, each value once per key
-    dense = coder.space <= _TABLE_PER_MOP * len(mops) + (1 << 20)
+    dense = coder.space <= _TABLE_PER_MOP * len(mops) + _TABLE_MIN
 
     def lookup(codes):
         return _Table(codes, coder.space) if dense else _Sorted(codes)

@@ -126,6 +126,30 @@ def test_the_generated_histories_hold_every_case():
 
 
 @pytest.mark.parametrize("seed", range(12))
+def test_codes_searched_instead_of_tabled_give_the_same(seed, monkeypatch):
+    """Pairs whose codes span too much for tables are sorted and searched: the same inference."""
+    from ndbchaos.txn import list_append_fast
+    monkeypatch.setattr(list_append_fast, "_TABLE_PER_MOP", 0)
+    monkeypatch.setattr(list_append_fast, "_TABLE_MIN", 0)
+    h = generated(seed + 100, n=200, keys=[2, 6, 30][seed % 3])
+    assert taken(h)
+    same_as_reference(h, monkeypatch)
+
+
+def test_values_too_far_apart_to_code_go_to_the_reference(monkeypatch):
+    big = 1 << 62
+    events = []
+    for i, (p, typ, value) in enumerate([
+            (0, "invoke", [["append", 1, -big]]), (0, "ok", [["append", 1, -big]]),
+            (1, "invoke", [["append", 1, big]]), (1, "ok", [["append", 1, big]]),
+            (2, "invoke", [["r", 1, None]]), (2, "ok", [["r", 1, [-big, big]]])]):
+        events.append({"index": i, "process": p, "type": typ, "value": value})
+    h = TxnHistory.from_events(events)
+    assert not taken(h)
+    same_as_reference(h, monkeypatch)
+
+
+@pytest.mark.parametrize("seed", range(12))
 def test_histories_the_arrays_leave_to_the_reference(seed, monkeypatch):
     h = generated(seed, odd=True)
     same_as_reference(h, monkeypatch)
