@@ -29,6 +29,7 @@ import time
 from array import array
 from collections import deque
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -132,15 +133,20 @@ class DepGraph:
         """T1 -> T2 whenever T1 completed (ok) before T2 was invoked (T2 ok or info), through the
         chain of completion nodes: T1 -> its completion's node -> the next ... -> the last
         completion before T2's invocation -> T2."""
-        ids = np.fromiter((t.id for t in txns if t.type == 0), dtype=np.int64)
-        if not len(ids):
+        n = len(txns)
+        typ = np.fromiter(map(attrgetter("type"), txns), dtype=np.int8, count=n)
+        all_ids = np.fromiter(map(attrgetter("id"), txns), dtype=np.int64, count=n)
+        ok = typ == 0
+        if not ok.any():
             return
-        cmp_ = np.fromiter((t.cmp for t in txns if t.type == 0), dtype=np.int64, count=len(ids))
+        cmp_all = np.fromiter(map(attrgetter("cmp"), txns), dtype=np.int64, count=n)
+        inv_all = np.fromiter(map(attrgetter("inv"), txns), dtype=np.int64, count=n)
+        ids, cmp_ = all_ids[ok], cmp_all[ok]
         order = np.argsort(cmp_, kind="stable")
         ids, times = ids[order], cmp_[order]
         chain = self.total + np.arange(len(ids), dtype=np.int64)
-        targets = np.fromiter((t.id for t in txns if t.type != 1 and t.inv >= 0), dtype=np.int64)
-        invs = np.fromiter((t.inv for t in txns if t.type != 1 and t.inv >= 0), dtype=np.int64, count=len(targets))
+        sel = (typ != 1) & (inv_all >= 0)
+        targets, invs = all_ids[sel], inv_all[sel]
         j = np.searchsorted(times, invs, side="left") - 1  # the last completion before each invocation
         keep = j >= 0
         src = np.concatenate([ids, chain[:-1], chain[j[keep]]])
@@ -173,7 +179,7 @@ class DepGraph:
         the completion position a real-time chain node stands for. Process and real-time edges
         always rise in it; when every edge does, the graph has no cycle (``components``)."""
         rank = np.empty(self.total, dtype=np.int64)
-        rank[:self.n] = 2 * np.fromiter((t.cmp for t in txns), dtype=np.int64, count=self.n)
+        rank[:self.n] = 2 * np.fromiter(map(attrgetter("cmp"), txns), dtype=np.int64, count=self.n)
         rank[self.n:] = 2 * np.asarray(self.rt_time, dtype=np.int64) + 1
         return rank
 
