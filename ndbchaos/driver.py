@@ -27,7 +27,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import disks, faultfs, plans
+from .runtimes.compose import disks, faultfs
+from . import plans
 from .families import FAMILIES
 from .handle import ClusterHandle, ComposeProject
 from .recording import Run
@@ -59,7 +60,7 @@ class Scenario:
     engines: tuple[str, ...] = ()  # the engines where the scenario means something (empty: every engine)
     elsewhere: str = ""  # why it does not on the others (the skip reason)
     needs_disk: bool = False  # its fault fills a data node's bounded disk (the cluster started with --data-disk)
-    needs_layer: bool = False  # its fault acts in the faultfs layer over that disk (ndbchaos.faultfs)
+    needs_layer: bool = False  # its fault acts in the faultfs layer over that disk (ndbchaos.runtimes.compose.faultfs)
     needs: Callable | None = None  # (cluster) -> why this cluster's layout cannot play it (None: it can)
 
     def skip_reason(self, engine: str) -> str | None:

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .cluster import ComposeCluster
-from .disks import parse_size_mb
+from .runtimes.compose.disks import parse_size_mb
 from .driver import play as drive
 from .engines import get_engine
 from .engines.choose import resolve_engine
@@ -28,12 +27,13 @@ from .gate import load as load_gate
 from .gate.evaluate import Run, measure
 from .gate.pytest_gate import NAME as GATE_PLUGIN, GatePlugin
 from .handle import ClusterHandle, ComposeProject
-from .inventory import InventoryCluster, load_inventory
+from .runtimes import factory
+from .runtimes.inventory import InventoryCluster, load_inventory
 from .report import allure as report
 from .report import trend
 from .report.allure import write_results_metadata
 from .report.terminal import scenario_line
-from .runtime import docker_available
+from .runtimes.docker import docker_available
 from .operations.driver import Operation, play as operate
 from .record import ScenarioId
 from .scenario import ScenarioRun
@@ -85,7 +85,7 @@ def _inventory_cluster(request, state: Session) -> InventoryCluster:
     try:
         inv = load_inventory(opt("--inventory"))
         engine_name = inv.engine if opt("--engine") == "auto" else opt("--engine")
-        cluster = InventoryCluster(get_engine(engine_name), inv, {"keep": True, "seed": opt("--seed")})
+        cluster = factory.inventory(get_engine(engine_name), inv, {"keep": True, "seed": opt("--seed")})
     except NdbChaosError as e:
         pytest.exit(f"ndbchaos: {e}", returncode=2)
     reason = f"inventory {inv.path}: {len(inv.nodes)} nodes on {len(inv.hosts)} hosts"
@@ -140,7 +140,7 @@ def chaos_cluster(request, state: Session, settings: Settings):
             engine.ensure_images(options)
         except NdbChaosError as e:
             pytest.exit(f"ndbchaos: {e}", returncode=2)
-    cluster = ComposeCluster(engine, options, project=opt("--project"))
+    cluster = factory.compose(engine, options, project=opt("--project"))
     state.hold(cluster, reason)
     say(request.config, f"ndbchaos: engine {engine_name} ({reason}); project {cluster.project}")
     try:

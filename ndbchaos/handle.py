@@ -3,8 +3,8 @@ against.
 
 Two runtimes implement it:
 
-    ``ndbchaos.cluster.ComposeCluster``        containers this framework starts (Compose v2)
-    ``ndbchaos.inventory.InventoryCluster``    an existing cluster on an inventory's hosts (ssh)
+    ``ndbchaos.runtimes.compose.cluster.ComposeCluster``        containers this framework starts (Compose v2)
+    ``ndbchaos.runtimes.inventory.InventoryCluster``    an existing cluster on an inventory's hosts (ssh)
 
 ``ClusterHandle`` holds only what both share: the engine, the options, the run clock, the
 topology, the journal of framework events and open faults, and what follows from them (status,

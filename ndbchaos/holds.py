@@ -18,14 +18,15 @@ frozen cgroup          a paused container (``Pause``): thawed through Docker, or
 Our iptables chains and netem qdiscs live in a node's own network namespace: they hold nothing
 and go with the container (``fault heal`` removes them from the nodes that run, ``state.heal``).
 Nothing here starts a container. Every Docker call is bounded by the client's timeout
-(``runtime.docker_timeout_s()``), every command by its own.
+(``docker.docker_timeout_s()``), every command by its own.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import disks, faultfs, runtime
+from .runtimes.compose import disks, faultfs
+from .runtimes import docker
 from . import topology as TP
 from .errors import NdbChaosError
 
@@ -42,9 +43,9 @@ def release(project: str | None, remount: bool = False) -> tuple[list[str], list
         done += [prefix + ln for ln in lines]
         problems += [prefix + e for e in errs]
     try:
-        containers = runtime.project_containers(project)
+        containers = docker.project_containers(project)
     except Exception as e:  # Docker itself not answering: said once, the layers are free anyway
-        problems.append(f"Docker did not list the containers ({runtime.one_line(e)})")
+        problems.append(f"Docker did not list the containers ({docker.one_line(e)})")
         return done, problems
     for c in containers:
         if c.status == "paused":
@@ -82,7 +83,7 @@ def thaw(c) -> str:
         c.unpause()
         return f"thawed {name}"
     except Exception as e:
-        why = runtime.one_line(e)
+        why = docker.one_line(e)
     f = freezer_file(pid_of(c))
     if f is None:
         raise NdbChaosError(f"could not thaw {name}: Docker refused ({why}) and its freezer cgroup was not found")

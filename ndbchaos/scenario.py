@@ -29,7 +29,7 @@ import logging
 import random
 import time
 
-from . import runtime
+from .runtimes import docker
 from .checks import check_run
 from .errors import ClusterNotReady
 from .faults import toxiproxy
@@ -119,7 +119,7 @@ class ScenarioRun:
         procedure when no data node is left)."""
         self.cluster.discover()
         dead = [n for n in self.cluster.topology.nodes
-                if runtime.container_state(self.cluster.container(n)) in ("exited", "dead", "created")]
+                if docker.container_state(self.cluster.container(n)) in ("exited", "dead", "created")]
         if dead:
             with self.rec.step(f"restart exited nodes: {', '.join(n.name for n in dead)}"):
                 self.cluster.engine.recover_nodes(self.cluster, dead)

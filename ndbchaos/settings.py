@@ -18,7 +18,7 @@ of the package reads one (``tests/unit/test_settings.py`` scans the source and f
 the same table (a unit test keeps the two alike). Values whose grammar belongs to a module above
 this one are kept as text and checked where they are used: ``ndb_layout`` (a layout name, a spec
 or a twin's config.ini: ``ndbchaos.engines.ndb.layout``) and ``inventory`` (a file, read by
-``ndbchaos.inventory``).
+``ndbchaos.runtimes.inventory``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from .errors import UsageError
 ENGINE_CHOICES = ("ndb", "galera", "auto")
 PUMBA_CHOICES = {"auto": "auto", "pumba": "pumba", "1": "pumba", "yes": "pumba", "on": "pumba", "true": "pumba",
                  "native": "native", "0": "native", "no": "native", "off": "native", "false": "native"}
-#: the smallest and largest disk ``ndbchaos.disks`` makes (MB): NDB's redo log alone is 256 MB
+#: the smallest and largest disk ``ndbchaos.runtimes.compose.disks`` makes (MB): NDB's redo log alone is 256 MB
 MIN_MB, MAX_MB = 64, 65536
 PORT_PREFIX = "NDBCHAOS_PORT_"
 

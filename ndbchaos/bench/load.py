@@ -28,7 +28,7 @@ import statistics
 import time
 
 from ..clock import RunClock
-from ..cluster import ComposeCluster
+from ..runtimes.compose.cluster import ComposeCluster
 from ..engines import get_engine
 from ..errors import NdbChaosError, UsageError
 from ..waiting import wait_until

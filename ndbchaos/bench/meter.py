@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from .. import runtime
+from ..runtimes import docker as runtime
 from ..sqlconn import connect
 
 COUNTERS = ("Com_select", "Com_update", "Questions")

@@ -31,7 +31,7 @@ from datetime import datetime
 
 import numpy as np
 
-from .. import runtime
+from ..runtimes import docker as runtime
 from ..checks.latency import bin_counts, histogram_from_counts
 from ..clock import RunClock
 from ..errors import NdbChaosError, UsageError

@@ -1,8 +1,8 @@
 """storage: a data node's disk fails it: full, slow, stalled, failing, or losing what was not synced.
 
-Its data directory must be on a bounded disk of its own (``--data-disk SIZE``: ndbchaos.disks),
+Its data directory must be on a bounded disk of its own (``--data-disk SIZE``: ndbchaos.runtimes.compose.disks),
 which ``disk_full`` fills; the other faults act in the faultfs layer over that disk
-(ndbchaos.faultfs: FUSE), which slows, fails or keeps unsynced each call the node makes. Without
+(ndbchaos.runtimes.compose.faultfs: FUSE), which slows, fails or keeps unsynced each call the node makes. Without
 the disk (or the layer) the scenarios skip with that reason.
 
 NDB (docs/facts.md NDB 11; ndb-operations 6): a commit is in memory on every replica; the REDO

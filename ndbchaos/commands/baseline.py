@@ -9,13 +9,13 @@ import signal
 import time
 
 from ..bench.steady import WORKLOADS, SteadyConfig, host_line, measure
-from ..cluster import ComposeCluster
 from ..engines import get_engine
 from ..engines.choose import resolve_engine
 from ..engines.ndb.layout import TWIN_PREFIX
 from ..engines.ndb.twin import MYCNF_SEP
 from ..errors import UsageError
 from ..faults.state import attach
+from ..runtimes import factory
 from . import HELP
 
 
@@ -77,7 +77,7 @@ def run(args) -> int:
             options["ndb_layout"] = layout
             get_engine("ndb").layout_text(options, "config.ini")  # a bad spec or file: one line, nothing started
         name, reason = resolve_engine(args.engine, options)
-        cluster = ComposeCluster(get_engine(name), options)
+        cluster = factory.compose(get_engine(name), options)
         print(f"baseline: starting {name} ({reason}), layout {layout or 'default'}, project {cluster.project}",
               flush=True)
     try:

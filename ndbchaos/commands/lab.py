@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..inventory import lab
+from ..runtimes.inventory import lab
 from . import HELP
 
 

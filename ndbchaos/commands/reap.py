@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from ..cluster import sweep
-from ..inventory import load_inventory, reap_inventory
-from ..runtime import docker_client
+from ..runtimes.compose.cluster import sweep
+from ..runtimes.inventory import load_inventory, reap_inventory
+from ..runtimes.docker import docker_client
 from . import HELP
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import sys
 
-from .. import runtime
+from ..runtimes import docker
 from ..errors import NdbChaosError, UsageError
 from ..faults import state
-from ..runtime import docker_client
+from ..runtimes.docker import docker_client
 from ..settings import current
 from . import HELP
 
@@ -75,7 +75,7 @@ def _traces_only(args, why: str) -> int:
     """A project whose cluster cannot be attached to or asked (a run killed midway, part of it
     gone or stuck): what its containers and disks show by themselves; exit 1 with the reason."""
     faults, _ = state.traces(args.project)
-    containers = runtime.project_containers(args.project)
+    containers = docker.project_containers(args.project)
     if not containers and not faults:
         raise NdbChaosError(why)
     if args.json:

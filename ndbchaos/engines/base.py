@@ -13,13 +13,13 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .. import runtime
+from ..runtimes import docker
 from ..events import parse_lines, time_to_epoch
 from ..sqlconn import connect, error_fields
 from ..vocabulary import ClusterStatus, Expectation, TxnModels
 
 if TYPE_CHECKING:  # pragma: no cover (an engine acts on the runtimes' handles; they type it with their own protocols)
-    from ..cluster import ComposeCluster
+    from ..runtimes.compose.cluster import ComposeCluster
     from ..handle import ClusterHandle
     from ..topology import Node
 
@@ -194,7 +194,7 @@ class Engine:
     def process_stopped(self, cluster: "ClusterHandle", node: "Node") -> bool:
         """Has the node's server process stopped (crashed, shut itself down, been stopped)?
         Default: its container has exited."""
-        return runtime.container_state(cluster.container(node)) in ("exited", "dead")
+        return docker.container_state(cluster.container(node)) in ("exited", "dead")
 
     def excluded_running(self, cluster: "ClusterHandle", nodes: list["Node"]) -> list["Node"]:
         """Of ``nodes``, those whose process still runs (or is frozen) but whom the cluster has

@@ -5,7 +5,7 @@ which the registry (``ndbchaos.engines``) never does by itself.
 
 from __future__ import annotations
 
-from .. import runtime
+from ..runtimes import docker
 from ..errors import DockerUnavailable, NdbChaosError, UsageError
 from . import ENGINE_NAMES
 from .ndb import image as ndb_image
@@ -25,7 +25,7 @@ def resolve_engine(name: str, options: dict | None = None) -> tuple[str, str]:
         raise UsageError(f"unknown engine {name!r} (expected ndb, galera or auto)")
     if choice == "galera":
         return "galera", "galera requested (--engine galera)"
-    ok, why = runtime.docker_available()
+    ok, why = docker.docker_available()
     if not ok:
         if choice == "ndb":
             raise DockerUnavailable(why)

@@ -1,6 +1,6 @@
 """Storage faults on a node's data directory: ``DiskFull`` fills its file system.
 
-The node's data directory must be on a bounded disk of its own (``ndbchaos.disks``: the cluster
+The node's data directory must be on a bounded disk of its own (``ndbchaos.runtimes.compose.disks``: the cluster
 started with ``--data-disk SIZE``); filling the host's disk instead is refused (blast radius).
 
 ``DiskFull`` writes a ballast file (``.ndbchaos-ballast``, allocated with ``posix_fallocate``, so
@@ -15,7 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .. import disks, runtime
+from ..runtimes.compose import disks
+from ..runtimes import docker
 from ..errors import NdbChaosError
 from .base import Fault, FaultNotEffective
 
@@ -103,9 +104,9 @@ class DiskFull(Fault):
 
 def _df_mb(container) -> float | None:
     """Free MB of the data directory as the container sees it; None when it does not run."""
-    if runtime.container_state(container) != "running":
+    if docker.container_state(container) != "running":
         return None
-    code, out = runtime.exec_in(container, ["df", "-P", "-k", disks.DATA_PATH], timeout=10)
+    code, out = docker.exec_in(container, ["df", "-P", "-k", disks.DATA_PATH], timeout=10)
     if code != 0:
         return None
     try:

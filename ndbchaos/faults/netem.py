@@ -18,10 +18,11 @@ import re
 import threading
 import uuid
 
-from .. import runtime
+from ..runtimes import docker
 from .. import topology as TP
 from ..errors import UsageError
-from . import netns, pumba
+from ..runtimes import netns
+from . import pumba
 from .base import Fault, FaultNotEffective, FaultUnsupported
 from .targets import resolve
 
@@ -49,12 +50,12 @@ def probe_netem(project: str) -> tuple[bool, str]:
         image = netns.ensure_tools_image()
         script = ("tc qdisc add dev lo root handle 4e44: netem delay 1ms 2>&1 && "
                   "tc qdisc show dev lo && tc qdisc del dev lo root handle 4e44: ; echo rc=$?")
-        c = runtime.docker_client().containers.run(
+        c = docker.docker_client().containers.run(
             image, ["sleep", "60"], detach=True, network_mode="none", cap_add=["NET_ADMIN"],
             labels={TP.PROJECT: project, TP.ROLE: TP.HELPER, TP.LABEL_PREFIX + "purpose": "netem-probe"},
             name=f"{project}-helper-netemprobe-{uuid.uuid4().hex[:6]}")
         try:
-            code, out = runtime.exec_in(c, ["sh", "-c", script], timeout=15)
+            code, out = docker.exec_in(c, ["sh", "-c", script], timeout=15)
         finally:
             c.remove(force=True)
         result = parse_probe(out)
@@ -212,7 +213,7 @@ class Netem(netns.HelperMixin, Fault):
         handles = (HANDLE, PUMBA_HANDLE) if self.backend == "pumba" else (HANDLE,)
 
         def one(t):
-            if runtime.container_state(self.cluster.container(t)) != "running":
+            if docker.container_state(self.cluster.container(t)) != "running":
                 return
             h = self.helpers.get(t.name)
             if h is None or not h.current():

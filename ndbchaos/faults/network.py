@@ -23,11 +23,11 @@ from __future__ import annotations
 import random
 from typing import Iterable, Sequence
 
-from .. import runtime
+from ..runtimes import docker
 from .. import topology as TP
 from ..errors import BlastRadiusError, UsageError
 from . import grudge as G
-from . import netns
+from ..runtimes import netns
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective
 from .partition import MEMBER_ROLE_ORDER, Partition, _names, members
@@ -192,7 +192,7 @@ class Disconnect(Fault):
         self.plugs: list[tuple[str, str, dict]] = []  # (container id, network id, endpoint)
 
     def _apply(self) -> None:
-        client = runtime.docker_client()
+        client = docker.docker_client()
         for t in self.targets:
             c = self.cluster.container(t)
             c.reload()
@@ -215,17 +215,17 @@ class Disconnect(Fault):
                     for n in nets.values() if n.get("NetworkID") == nid]
             if mine:
                 raise FaultNotEffective(f"{t.name} still has an endpoint on its network")
-            port = runtime.published_port(c, 3306)
+            port = docker.published_port(c, 3306)
             gone.append(f"{t.name} (no network endpoint, SQL port {'gone' if port is None else port})")
         return "unplugged: " + ", ".join(gone)
 
     def _revert(self) -> None:
-        client = runtime.docker_client()
+        client = docker.docker_client()
         cut_off = self.cluster.engine.excluded_running(self.cluster, self.targets)
         plugs, self.plugs = self.plugs, []
         for cid, nid, ep in plugs:
             net = client.networks.get(nid)
-            c = runtime.owned(client.containers.get(cid), self.cluster.project)
+            c = docker.owned(client.containers.get(cid), self.cluster.project)
             c.reload()
             if nid in [n.get("NetworkID")
                        for n in ((c.attrs.get("NetworkSettings") or {}).get("Networks") or {}).values()]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import runtime
+from ..runtimes import docker
 from ..errors import UsageError
 from ..waiting import wait_until
 from . import pumba
@@ -57,9 +57,9 @@ class Kill(Fault):
         states = {}
         for t in self.targets:
             c = self.cluster.container(t)
-            st = wait_until(lambda: runtime.container_state(c) in DOWN and runtime.container_state(c), timeout)
+            st = wait_until(lambda: docker.container_state(c) in DOWN and docker.container_state(c), timeout)
             if not st:
-                raise FaultNotEffective(f"{t.name} still {runtime.container_state(c)} {timeout:.0f}s "
+                raise FaultNotEffective(f"{t.name} still {docker.container_state(c)} {timeout:.0f}s "
                                         f"after {self.signal}")
             states[t.name] = st
         return f"process gone after {self.signal}: " + ", ".join(f"{k} {v}" for k, v in states.items())
@@ -70,8 +70,8 @@ class Kill(Fault):
     def _verify_healed(self) -> str:
         for t in self.targets:
             c = self.cluster.container(t)
-            if not wait_until(lambda: runtime.container_state(c) == "running", 20):
-                raise FaultNotEffective(f"{t.name} did not start again ({runtime.container_state(c)})")
+            if not wait_until(lambda: docker.container_state(c) == "running", 20):
+                raise FaultNotEffective(f"{t.name} did not start again ({docker.container_state(c)})")
         return "restarted: " + ", ".join(t.name for t in self.targets)
 
 
@@ -152,7 +152,7 @@ class RestartWithout(Kill):
         self._signal_all()
         for t in self.targets:
             c = self.cluster.container(t)
-            if not wait_until(lambda: runtime.container_state(c) in DOWN, 10):
+            if not wait_until(lambda: docker.container_state(c) in DOWN, 10):
                 raise FaultNotEffective(f"{t.name} survived {self.signal}")
         for t in self.targets:
             if t.name in self.again:
@@ -160,7 +160,7 @@ class RestartWithout(Kill):
         self.window.params["restarted_at"] = round(self.cluster.clock.now(), 3)
 
     def _verify_applied(self) -> str:
-        states = {t.name: runtime.container_state(self.cluster.container(t)) for t in self.targets}
+        states = {t.name: docker.container_state(self.cluster.container(t)) for t in self.targets}
         wrong = {n: st for n, st in states.items()
                  if (n in self.again and st != "running") or (n in self.down and st not in DOWN)}
         if wrong:
@@ -169,7 +169,7 @@ class RestartWithout(Kill):
                 "started again without them")
 
     def _revert(self) -> None:
-        idle = [t for t in self.targets if runtime.container_state(self.cluster.container(t)) != "running"]
+        idle = [t for t in self.targets if docker.container_state(self.cluster.container(t)) != "running"]
         if idle:
             self.cluster.engine.recover_nodes(self.cluster, idle)
 
@@ -208,7 +208,7 @@ class Pause(Fault):
     def _apply(self) -> None:
         if self.backend == "pumba":
             self._held = pumba.Held(pumba.pause_argv(self.cluster, self.targets))
-            ok = pumba.wait_state(lambda: all(runtime.container_state(self.cluster.container(t)) == "paused"
+            ok = pumba.wait_state(lambda: all(docker.container_state(self.cluster.container(t)) == "paused"
                                               for t in self.targets) or not self._held.alive(), 15)
             if not ok or not self._held.alive():
                 raise FaultNotEffective(f"pumba pause did not take: {self._held.output()}")
@@ -218,7 +218,7 @@ class Pause(Fault):
 
     def _verify_applied(self) -> str:
         for t in self.targets:
-            st = runtime.container_state(self.cluster.container(t))
+            st = docker.container_state(self.cluster.container(t))
             if st != "paused":
                 raise FaultNotEffective(f"{t.name} is {st}, not paused")
         return "frozen: " + ", ".join(t.name for t in self.targets)
@@ -231,16 +231,16 @@ class Pause(Fault):
             self._held.stop()  # pumba unpauses on exit; we check (and unpause) below anyway
             self._held = None
             self.window.params["pumba_restored"] = all(
-                runtime.container_state(self.cluster.container(t)) != "paused" for t in self.targets)
+                docker.container_state(self.cluster.container(t)) != "paused" for t in self.targets)
         for t in self.targets:
             c = self.cluster.container(t)
-            if runtime.container_state(c) == "paused":
+            if docker.container_state(c) == "paused":
                 c.unpause()
         self.window.params["rejoin"] = self.cluster.engine.rejoin(self.cluster, cut_off) if cut_off else "none excluded"
 
     def _verify_healed(self) -> str:
         for t in self.targets:
-            st = runtime.container_state(self.cluster.container(t))
+            st = docker.container_state(self.cluster.container(t))
             if st != "running":
                 raise FaultNotEffective(f"{t.name} is {st} after the thaw")
         return "thawed: " + ", ".join(t.name for t in self.targets) + f" (rejoin: {self.window.params.get('rejoin')})"
@@ -276,7 +276,7 @@ class Restart(Fault):
                 self.cluster.engine.stop_node(self.cluster, t, self.timeout)
             else:
                 c.kill(signal="SIGKILL")
-            wait_until(lambda: runtime.container_state(c) in DOWN, self.timeout + 5)
+            wait_until(lambda: docker.container_state(c) in DOWN, self.timeout + 5)
             if self.down_for:
                 time.sleep(self.down_for)
             c.start()
@@ -286,22 +286,22 @@ class Restart(Fault):
         out = []
         for t in self.targets:
             c = self.cluster.container(t)
-            ok = wait_until(lambda: runtime.container_state(c) == "running"
+            ok = wait_until(lambda: docker.container_state(c) == "running"
                             and _started_at(c) != self._before[t.name], 20)
             if not ok:
-                raise FaultNotEffective(f"{t.name} was not restarted ({runtime.container_state(c)})")
+                raise FaultNotEffective(f"{t.name} was not restarted ({docker.container_state(c)})")
             out.append(t.name)
         how = "graceful" if self.graceful else "SIGKILL"
         return f"restarted ({how}{f', down {self.down_for:g}s' if self.down_for else ''}): " + ", ".join(out)
 
     def _revert(self) -> None:
-        dead = [t for t in self.targets if runtime.container_state(self.cluster.container(t)) != "running"]
+        dead = [t for t in self.targets if docker.container_state(self.cluster.container(t)) != "running"]
         if dead:
             self.cluster.engine.recover_nodes(self.cluster, dead)
 
     def _verify_healed(self) -> str:
         for t in self.targets:
-            if runtime.container_state(self.cluster.container(t)) != "running":
+            if docker.container_state(self.cluster.container(t)) != "running":
                 raise FaultNotEffective(f"{t.name} is not running after restart")
         return "running: " + ", ".join(t.name for t in self.targets)
 
@@ -340,7 +340,7 @@ class KillDuringRecovery(Kill):
         t_kill = time.monotonic()
         for t in self.targets:
             c = self.cluster.container(t)
-            if not wait_until(lambda: runtime.container_state(c) in DOWN, 10):
+            if not wait_until(lambda: docker.container_state(c) in DOWN, 10):
                 raise FaultNotEffective(f"{t.name} survived the first {self.signal}")
         # Restart only once the engine has seen the loss: otherwise the "rejoin" is the old view
         # that still counts the node (Galera needs evs.suspect_timeout to notice a crash).

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping, Sequence
 
-from .. import runtime
+from ..runtimes import docker
 from .. import topology as TP
 from ..errors import NdbChaosError, UsageError
 from . import grudge as G
-from . import netns
+from ..runtimes import netns
 from .base import Fault, FaultNotEffective
 from .targets import refuse_foreign
 from .targets import resolve as resolve_targets
@@ -93,7 +93,7 @@ class Partition(netns.HelperMixin, Fault):
         out = []
         for n in self.universe:
             c = self.cluster.container(self._node(n))
-            if runtime.container_state(c) == "running":
+            if docker.container_state(c) == "running":
                 out.append(n)
         return out
 
@@ -155,7 +155,7 @@ class Partition(netns.HelperMixin, Fault):
             res[(s, d)] = netns.parse_probes(out).get(d, res[(s, d)])
         # A node that stopped while we probed (an NDB data node shutting itself down) has no
         # namespace left: its failed pairs prove nothing about the network and are left out.
-        gone = {n for n in uni if runtime.container_state(self.cluster.container(self._node(n))) != "running"}
+        gone = {n for n in uni if docker.container_state(self.cluster.container(self._node(n))) != "running"}
         if gone:
             self.window.params.setdefault("stopped_while_probing", sorted(gone))
             res = {pair: v for pair, v in res.items() if v[0] or not (set(pair) & gone)}
@@ -187,7 +187,7 @@ class Partition(netns.HelperMixin, Fault):
 
         def revert_one(node):
             c = self.cluster.container(self._node(node))
-            if not self.cluster.netns_outlives_node and runtime.container_state(c) != "running":
+            if not self.cluster.netns_outlives_node and docker.container_state(c) != "running":
                 return  # a stopped container has no namespace left, nor rules (a host keeps both)
             h = self.helpers.get(node)
             if h is None or not h.current():

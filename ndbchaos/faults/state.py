@@ -25,12 +25,15 @@ of a project without attaching to it (no engine, no helper).
 
 from __future__ import annotations
 
-from .. import holds, runtime
+from .. import holds
+from ..runtimes import docker
 from .. import topology as TP
-from ..cluster import ComposeCluster
+from ..runtimes import factory
+from ..runtimes.compose.cluster import ComposeCluster
 from ..engines import get_engine
 from ..errors import NdbChaosError, UsageError
-from . import netem, netns, storage
+from . import netem, storage
+from ..runtimes import netns
 from . import toxiproxy as TX
 
 DOWN_STATES = ("exited", "dead", "created")
@@ -41,8 +44,8 @@ def attach(project: str) -> ComposeCluster:
     ``ndbchaos.engine`` label and its options from its topology (we did not start it)."""
     if not project:
         raise UsageError("no project given (--project ID; `ndbchaos status` lists the projects)")
-    runtime.docker_client()
-    cs = runtime.project_containers(project)
+    docker.docker_client()
+    cs = docker.project_containers(project)
     if not cs:
         raise NdbChaosError(f"no containers labelled {TP.PROJECT}={project}")
     engines = sorted({(c.labels or {}).get(TP.ENGINE) for c in cs} - {None, ""})
@@ -50,7 +53,7 @@ def attach(project: str) -> ComposeCluster:
         raise NdbChaosError(f"project {project}: cannot tell the engine from the {TP.ENGINE} labels "
                             f"({', '.join(engines) or 'none'})")
     engine = get_engine(engines[0])
-    cluster = ComposeCluster(engine, {}, project=project)
+    cluster = factory.compose(engine, {}, project=project)
     topo = cluster.discover()
     cluster.options = engine.options_from_topology(topo)
     cluster.started = True
@@ -60,7 +63,7 @@ def attach(project: str) -> ComposeCluster:
 def projects() -> dict[str, dict]:
     """Every project with containers on this host: {project: {engine, containers, helpers}}."""
     out: dict[str, dict] = {}
-    for c in runtime.project_containers(None):
+    for c in docker.project_containers(None):
         lab = c.labels or {}
         p = out.setdefault(lab.get(TP.PROJECT, "?"), {"engine": "", "containers": 0, "helpers": 0, "running": 0})
         if lab.get(TP.ENGINE):
@@ -84,8 +87,8 @@ def traces(project: str) -> tuple[list[dict], list[str]]:
     the node names whose container runs or is paused)."""
     found: list[dict] = []
     running = []
-    project_nets = {n.id for n in runtime.project_networks(project)}
-    for c in runtime.project_containers(project):
+    project_nets = {n.id for n in docker.project_networks(project)}
+    for c in docker.project_containers(project):
         lab = c.labels or {}
         role = lab.get(TP.ROLE)
         name = lab.get(TP.NODE) or c.name
@@ -128,11 +131,11 @@ def inspect(cluster, netns_rules: bool = True, error_inserts: bool = True) -> li
             try:
                 h = netns.start_helper(cluster, n, purpose="inspect")
             except Exception as e:
-                return n.name, None, runtime.one_line(e)
+                return n.name, None, docker.one_line(e)
             try:
                 return n.name, h.exec(netns.LIST_RULES_SCRIPT, timeout=20)[1], None
             except Exception as e:
-                return n.name, None, runtime.one_line(e)
+                return n.name, None, docker.one_line(e)
             finally:
                 _quietly(h.remove)
 
@@ -166,7 +169,7 @@ def _armed(cluster) -> dict[str, dict[str, int]]:
 
 
 def _remove_helpers(project: str, done: list[str], say: bool = False) -> None:
-    for c in runtime.project_containers(project):
+    for c in docker.project_containers(project):
         if (c.labels or {}).get(TP.ROLE) == TP.HELPER:
             try:
                 c.remove(force=True)
@@ -174,7 +177,7 @@ def _remove_helpers(project: str, done: list[str], say: bool = False) -> None:
                     done.append(f"removed helper {c.name}")
             except Exception as e:
                 if "No such container" not in str(e):
-                    done.append(f"removing helper {c.name} failed: {runtime.one_line(e)}")
+                    done.append(f"removing helper {c.name} failed: {docker.one_line(e)}")
 
 
 def _quietly(fn) -> None:
@@ -212,7 +215,7 @@ def heal(cluster) -> list[str]:
     # 1. helpers of dead runs (they hold nothing: rules live in the targets' namespaces)
     _remove_helpers(cluster.project, done, say=True)
     # 2. unplugged nodes back on their project network (before anything needs the network)
-    nets = runtime.project_networks(cluster.project)
+    nets = docker.project_networks(cluster.project)
     for f in [f for f in inspect(cluster, netns_rules=False, error_inserts=False) if f["kind"] == "disconnect"]:
         c = cluster.container(cluster.topology.node(f["node"]))
         for net in nets:
@@ -224,7 +227,7 @@ def heal(cluster) -> list[str]:
     # 3. unpause (a paused target still has its namespace; its rules are removed below)
     for n in _nodes(cluster):
         c = cluster.container(n)
-        if runtime.container_state(c) == "paused":
+        if docker.container_state(c) == "paused":
             try:
                 done.append(holds.thaw(c))
             except NdbChaosError as e:
@@ -234,7 +237,7 @@ def heal(cluster) -> list[str]:
     running = []
     for n in _nodes(cluster):
         c = cluster.container(n)
-        if runtime.container_state(c) != "running":
+        if docker.container_state(c) != "running":
             continue
         why = holds.stuck(holds.pid_of(c))
         if why:
@@ -246,9 +249,9 @@ def heal(cluster) -> list[str]:
         try:
             h = netns.start_helper(cluster, n, purpose="heal")
         except Exception as e:
-            if runtime.container_state(cluster.container(n)) != "running":  # it stopped meanwhile
+            if docker.container_state(cluster.container(n)) != "running":  # it stopped meanwhile
                 return [f"{n.name} stopped meanwhile: its namespace went, with any rule in it"]
-            return [f"removing chains in {n.name} failed: no helper in its namespace ({runtime.one_line(e)})"]
+            return [f"removing chains in {n.name} failed: no helper in its namespace ({docker.one_line(e)})"]
         try:
             code, out = h.exec(netns.remove_chains_script(None), timeout=30)
             lines = [f"removed chain {ln.split()[1]} in {n.name}" for ln in out.splitlines()
@@ -260,7 +263,7 @@ def heal(cluster) -> list[str]:
                       if ln.startswith("removed ")]
             return lines
         except Exception as e:
-            return [f"removing chains in {n.name} failed: {runtime.one_line(e)}"]
+            return [f"removing chains in {n.name} failed: {docker.one_line(e)}"]
         finally:
             _quietly(h.remove)
 
@@ -292,7 +295,7 @@ def heal(cluster) -> list[str]:
         done.append(f"cleared error insert {what} on {name}" if code == 0
                     else f"failed: clearing error insert {what} on {name}: ndb_mgm exit {code}")
     # 8. nodes that are down come back by the engine's node recovery
-    down = [n for n in _nodes(cluster) if runtime.container_state(cluster.container(n)) in DOWN_STATES]
+    down = [n for n in _nodes(cluster) if docker.container_state(cluster.container(n)) in DOWN_STATES]
     if down:
         cluster.engine.recover_nodes(cluster, down)
         done += [f"restarted {n.name}" for n in down]

@@ -1,4 +1,4 @@
-"""Storage faults through the faultfs layer over a data node's bounded disk (``ndbchaos.faultfs``):
+"""Storage faults through the faultfs layer over a data node's bounded disk (``ndbchaos.runtimes.compose.faultfs``):
 a slow or stalled disk, failing I/O, and a power loss that loses every write not synced.
 
 The cluster must have been started with ``--data-disk SIZE`` where FUSE works (the layer is
@@ -19,9 +19,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import disks, faultfs
+from ..runtimes.compose import disks, faultfs
 from ..errors import NdbChaosError
-from ..faultfs import Failure, Faults
+from ..runtimes.compose.faultfs import Failure, Faults
 from ..waiting import wait_until
 from .base import Fault, FaultNotEffective
 from .disk import BALLAST

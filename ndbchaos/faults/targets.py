@@ -22,7 +22,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from .. import runtime
+from ..runtimes import docker
 from .. import topology as TP
 from ..errors import BlastRadiusError, UsageError
 from ..handle import ClusterHandle, ComposeProject
@@ -197,11 +197,11 @@ def refuse_foreign(cluster: ClusterHandle, name: str) -> None:
     if not isinstance(cluster, ComposeProject):
         return
     try:
-        c = runtime.docker_client().containers.get(name)
+        c = docker.docker_client().containers.get(name)
     except Exception:
         return
     try:
-        runtime.owned(c, cluster.project)
+        docker.owned(c, cluster.project)
     except BlastRadiusError:
         raise
     except Exception:

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from .. import runtime
+from ..runtimes import docker
 from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError, UsageError
 from ..resources import BUILD, COMPOSE_DIR
@@ -47,10 +47,10 @@ def _recipe_tag() -> str:
 
 def ensure_image() -> str:
     img = image()
-    if runtime.image_present(img):
+    if docker.image_present(img):
         return img
     r = subprocess.run(["bash", str(BUILD), "toxiproxy"], capture_output=True, text=True)
-    if r.returncode != 0 or not runtime.image_present(img):
+    if r.returncode != 0 or not docker.image_present(img):
         raise NdbChaosError(f"building {img} failed: {(r.stderr or r.stdout).strip()[-300:]}")
     return img
 
@@ -144,19 +144,19 @@ class ToxiproxyAPI:
 # -- the proxy of a cluster ---------------------------------------------------------------------
 
 def proxy_container(cluster):
-    cs = [c for c in runtime.project_containers(cluster.project)
+    cs = [c for c in docker.project_containers(cluster.project)
           if (c.labels or {}).get(TP.ROLE) == TP.PROXY]
     if not cs:
         raise UsageError(f"project {cluster.project} has no toxiproxy container "
                          f"(start the cluster with toxiproxy.with_toxiproxy(options))")
-    return runtime.owned(cs[0], cluster.project)
+    return docker.owned(cs[0], cluster.project)
 
 
 def api(cluster, wait: float = 15.0) -> ToxiproxyAPI:
     c = proxy_container(cluster)
-    port = wait_until(lambda: runtime.published_port(c, API_PORT), wait, poll=0.2)
+    port = wait_until(lambda: docker.published_port(c, API_PORT), wait, poll=0.2)
     if not port:
-        raise ToxiproxyError(f"toxiproxy container {c.name} publishes no API port ({runtime.container_state(c)})")
+        raise ToxiproxyError(f"toxiproxy container {c.name} publishes no API port ({docker.container_state(c)})")
     a = ToxiproxyAPI(f"http://127.0.0.1:{port}")
     last: list = [None]
 
@@ -216,7 +216,7 @@ def _published(cluster) -> dict[str, int]:
     c = proxy_container(cluster)
     out = {}
     for name, slot in slots(cluster).items():
-        p = runtime.published_port(c, slot)
+        p = docker.published_port(c, slot)
         if p is None:
             raise ToxiproxyError(f"toxiproxy publishes no port for slot {slot} ({name})")
         out[name] = p

@@ -26,7 +26,7 @@ import uuid
 
 import pytest
 
-from ndbchaos import runtime
+from ndbchaos.runtimes import docker
 from ndbchaos.engines import get_engine
 from ndbchaos.engines.ndb.layout import LAYOUTS
 from ndbchaos.events import kinds as event_kinds
@@ -38,7 +38,7 @@ pytestmark = [pytest.mark.ndb_contract, pytest.mark.docker]
 def _require_image() -> None:
     """Docker and NDB, or the reason: under CI=true a missing Docker engine fails, and NDB asked
     for and not available fails (``skip_without_ndb``); a host with neither asked for skips."""
-    ok, why = runtime.docker_available()
+    ok, why = docker.docker_available()
     if not ok:
         if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
             pytest.fail(f"Docker is required under CI=true: {why}", pytrace=False)
@@ -49,7 +49,7 @@ def _require_image() -> None:
 @pytest.fixture(scope="module")
 def cluster():
     _require_image()
-    from ndbchaos.cluster import Cluster
+    from ndbchaos.runtimes.compose.cluster import Cluster
     cl = Cluster(get_engine("ndb"), {})
     try:
         cl.up(timeout=900)
@@ -164,7 +164,7 @@ def _connects(cluster, src: str, dst: str, port: int) -> tuple[bool, str]:
     """A TCP connect from inside ``src``'s container to ``dst``'s cluster address (bash's
     /dev/tcp; the image is Oracle Linux with bash and coreutils)."""
     ip = cluster.topology.node(dst).ip
-    code, out = runtime.exec_in(cluster.container(cluster.topology.node(src)),
+    code, out = docker.exec_in(cluster.container(cluster.topology.node(src)),
                                 ["bash", "-c", 'timeout 3 bash -c "exec 3<>/dev/tcp/$0/$1" && echo open',
                                  ip, str(port)],
                                 timeout=15)

@@ -13,7 +13,7 @@ import time
 from ndbchaos.engines import get_engine
 from ndbchaos.faults import grudge as G
 from ndbchaos.faults.partition import Partition, members
-from ndbchaos.inventory import InventoryCluster, load_inventory
+from ndbchaos.runtimes.inventory import InventoryCluster, load_inventory
 
 
 def main(path: str, node: str) -> None:

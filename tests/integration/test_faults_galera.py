@@ -27,13 +27,14 @@ from pathlib import Path
 
 import pytest
 
-from ndbchaos import runtime, settings
+from ndbchaos.runtimes import docker
+from ndbchaos import settings
 from ndbchaos import topology as TP
-from ndbchaos.cluster import Cluster
+from ndbchaos.runtimes.compose.cluster import Cluster
 from ndbchaos.engines import get_engine
 from ndbchaos.errors import BlastRadiusError
 from ndbchaos.faults import netem as NE
-from ndbchaos.faults import netns
+from ndbchaos.runtimes import netns
 from ndbchaos.faults import network as N
 from ndbchaos.faults import node as ND
 from ndbchaos.faults import skip_if_unsupported
@@ -51,7 +52,7 @@ REACTIONS: dict[str, dict] = {}
 # -- fixtures -------------------------------------------------------------------------------------
 
 def _need_docker():
-    ok, why = runtime.docker_available()
+    ok, why = docker.docker_available()
     if not ok:
         if settings.current().ci:
             pytest.fail(f"Docker is required under CI=true: {why}")
@@ -73,16 +74,16 @@ def cluster():
 @pytest.fixture(scope="module")
 def decoy(cluster):
     """Same image, no ndbchaos label, on the cluster's network (so it is a plausible victim)."""
-    client = runtime.docker_client()
+    client = docker.docker_client()
     img = cluster.engine.image(cluster.options)
     c = client.containers.run(img, ["sleep", "900"], detach=True, auto_remove=True,
                               name=f"decoy-{cluster.project}", labels={"purpose": "ndbchaos-test-decoy"})
     since = int(time.time()) - 1
-    net = runtime.project_networks(cluster.project)[0]
+    net = docker.project_networks(cluster.project)[0]
     net.connect(c)
     c.reload()
     node = TP.Node("decoy", TP.DATA, c.name, c.id, nodegroup=0, nodeid=99,
-                   ip=runtime.container_ip(c))
+                   ip=docker.container_ip(c))
     yield {"container": c, "node": node, "since": since, "network": net}
     try:
         c.remove(force=True)
@@ -502,7 +503,7 @@ def test_pumba_label_filter_spares_a_container_named_outright(cluster, decoy):
     name = decoy["container"].name
     out = pumba.run(pumba.base_argv(cluster) + ["kill", "--signal", "SIGKILL", name])
     time.sleep(1)
-    assert runtime.container_state(decoy["container"]) == "running", out
+    assert docker.container_state(decoy["container"]) == "running", out
 
 
 # -- blast radius: the decoy ------------------------------------------------------------------------
@@ -529,14 +530,14 @@ def test_every_fault_refuses_the_decoy(cluster, decoy):
     for what, make in attempts.items():
         with pytest.raises(BlastRadiusError, match="refusing"):
             make()
-    assert not [h for h in runtime.project_containers(c.project) if h.labels.get(TP.ROLE) == TP.HELPER]
+    assert not [h for h in docker.project_containers(c.project) if h.labels.get(TP.ROLE) == TP.HELPER]
 
 
 def test_decoy_untouched_by_the_whole_sequence(cluster, decoy):
     """Runs after the fault tests above (module order): the decoy lived through all of them."""
     cont = decoy["container"]
-    assert runtime.container_state(cont) == "running"
-    client = runtime.docker_client()
+    assert docker.container_state(cont) == "running"
+    client = docker.docker_client()
     events = list(client.events(since=decoy["since"], until=int(time.time()) + 1,
                                 filters={"container": cont.id}, decode=True))
     actions = [e.get("Action") or e.get("status") for e in events]
@@ -589,7 +590,7 @@ def test_signal_heals(healthy, sig, style):
         if p.poll() is None:
             p.kill()
     assert rc != 0  # it died of the signal (after healing)
-    assert not [h for h in runtime.project_containers(c.project) if h.labels.get(TP.ROLE) == TP.HELPER]
+    assert not [h for h in docker.project_containers(c.project) if h.labels.get(TP.ROLE) == TP.HELPER]
     st = cli("status", "--project", c.project)
     assert chain not in st.stdout and "active faults: none" in st.stdout, st.stdout
     c.wait_healthy(60)
@@ -624,7 +625,7 @@ def test_reap_after_sigkill_leaves_nothing(cluster, decoy):
         if p.poll() is None:
             p.kill()
     # The partition outlives its holder: helpers and rules are still there.
-    helpers = [h for h in runtime.project_containers(c.project) if h.labels.get(TP.ROLE) == TP.HELPER]
+    helpers = [h for h in docker.project_containers(c.project) if h.labels.get(TP.ROLE) == TP.HELPER]
     assert helpers
     st = cli("status", "--project", c.project)
     assert chain in st.stdout, st.stdout
@@ -632,10 +633,10 @@ def test_reap_after_sigkill_leaves_nothing(cluster, decoy):
     assert r.returncode == 0, r.stderr
     assert "removed container" in r.stdout and "removed network" in r.stdout
     assert "-helper-data2-" in r.stdout and "toxiproxy" in r.stdout  # helpers and proxy state too
-    assert runtime.project_containers(c.project) == []
-    assert runtime.project_networks(c.project) == []
+    assert docker.project_containers(c.project) == []
+    assert docker.project_networks(c.project) == []
     # Rules lived only in the removed containers' namespaces; the host never had any.
     host = subprocess.run(["iptables-save"], capture_output=True, text=True)
     if host.returncode == 0:
         assert "NDBCHAOS" not in host.stdout
-    assert decoy["container"].status and runtime.container_state(decoy["container"]) == "running"
+    assert decoy["container"].status and docker.container_state(decoy["container"]) == "running"

@@ -45,7 +45,7 @@ SSH_SUBSET = ("kill_one_data_node", "freeze_one_data_node", "kill_whole_nodegrou
 @pytest.fixture(scope="module")
 def lab():
     skip_without_ndb()
-    from ndbchaos.inventory import lab as L
+    from ndbchaos.runtimes.inventory import lab as L
     try:
         cluster = L.up(EXAMPLE, say=lambda s: None)
     except BaseException:
@@ -67,7 +67,7 @@ def chains_on(cluster, node):
 
 
 def guards_on(cluster, node):
-    from ndbchaos.inventory import guard
+    from ndbchaos.runtimes.inventory import guard
     return cluster.container(node).remote.run(guard.list_script(), timeout=15)[1].split()
 
 
@@ -163,7 +163,7 @@ def test_the_guard_heals_a_partition_whose_controller_was_killed(lab):
     p.wait(timeout=10)
     assert chain in chains_on(lab, "sql2"), "the partition was not in place when the controller died"
     assert any(g.endswith(chain) for g in guards_on(lab, "sql2"))
-    from ndbchaos.inventory.guard import wait_gone
+    from ndbchaos.runtimes.inventory.guard import wait_gone
     waited = wait_gone(lab.container("sql2").remote, chain, CHAIN_GUARD_S + 30)
     assert waited is not None, f"{chain} still on sql2 {CHAIN_GUARD_S + 30} s after the controller died"
     gone_after = time.monotonic() - t_kill

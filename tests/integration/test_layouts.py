@@ -20,7 +20,7 @@ import sys
 
 import pytest
 
-from ndbchaos import disks
+from ndbchaos.runtimes.compose import disks
 from ndbchaos.history import History
 from ndbchaos.report.results import attachments
 

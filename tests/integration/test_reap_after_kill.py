@@ -34,7 +34,7 @@ from .helpers import REPO, labelled, skip_without_ndb
 DRIVER = '''
 import os, signal, sys, time
 from ndbchaos import disks, faultfs
-from ndbchaos.cluster import ComposeCluster
+from ndbchaos.runtimes.compose.cluster import ComposeCluster
 from ndbchaos.engines import get_engine
 from ndbchaos.faults.disk import DiskFull
 from ndbchaos.faults.node import Pause
@@ -73,7 +73,7 @@ time.sleep(3600)
 def _require_host():
     """Bounded disks and the faultfs layer need root, loop devices and FUSE: without them the test
     skips with the reason, and fails under CI=true (CI provides them)."""
-    from ndbchaos import disks, faultfs
+    from ndbchaos.runtimes.compose import disks, faultfs
     why = disks.unavailable() or faultfs.unavailable()
     if why:
         if os.environ.get("CI", "").lower() == "true":
@@ -83,7 +83,7 @@ def _require_host():
 
 def _left(project: str) -> dict[str, list[str]]:
     """What of ``project`` is still on this host, by kind."""
-    from ndbchaos import disks, faultfs
+    from ndbchaos.runtimes.compose import disks, faultfs
     root = disks.project_dir(project)
     mounts = [ln.split()[4] for ln in Path("/proc/self/mountinfo").read_text().splitlines()
               if f"/{project}" in ln.split()[4]]

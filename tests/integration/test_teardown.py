@@ -92,7 +92,7 @@ def test_docker_unavailable_is_one_line(tmp_path):
 
 
 def test_port_already_taken_is_one_line():
-    from ndbchaos.cluster import Cluster
+    from ndbchaos.runtimes.compose.cluster import Cluster
     from ndbchaos.engines import get_engine
     from ndbchaos.errors import NdbChaosError
     s = socket.socket()

@@ -92,7 +92,7 @@ def test_bad_config_is_a_usage_error(kw, word):
 def test_bad_input_is_one_line_and_exit_2_before_anything_starts(argv, words, capsys, monkeypatch):
     def no_docker(*a, **k):
         raise AssertionError("nothing may start on bad input")
-    monkeypatch.setattr("ndbchaos.commands.baseline.ComposeCluster", no_docker)
+    monkeypatch.setattr("ndbchaos.runtimes.factory.ComposeCluster", no_docker)
     monkeypatch.setattr("ndbchaos.commands.baseline.resolve_engine", no_docker)
     assert main(["baseline", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()

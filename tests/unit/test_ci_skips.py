@@ -20,8 +20,8 @@ from .test_ndb_image import fake_dist
 def host(monkeypatch, tmp_path):
     """No NDB image here; the Docker engine answers; NDB asked for through nothing."""
     present: set[str] = set()
-    monkeypatch.setattr(ndb_image.runtime, "image_present", lambda name: name in present)
-    monkeypatch.setattr(ndb_image.runtime, "docker_available", lambda: (True, ""))
+    monkeypatch.setattr(ndb_image.docker, "image_present", lambda name: name in present)
+    monkeypatch.setattr(ndb_image.docker, "docker_available", lambda: (True, ""))
     for v in (ndb_image.DIST_ENV, ndb_image.IMAGE_ENV, "CI"):
         monkeypatch.delenv(v, raising=False)
     monkeypatch.setenv("NDBCHAOS_CACHE", str(tmp_path / "cache"))

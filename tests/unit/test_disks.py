@@ -1,4 +1,4 @@
-"""Bounded disks (ndbchaos.disks) and the disk_full fault's fill and heal, on real loop-mounted
+"""Bounded disks (ndbchaos.runtimes.compose.disks) and the disk_full fault's fill and heal, on real loop-mounted
 file systems (root and loop devices; no Docker)."""
 
 import os
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ndbchaos import disks
+from ndbchaos.runtimes.compose import disks
 from ndbchaos.errors import NdbChaosError, UsageError
 from ndbchaos.faults import disk as D
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from ndbchaos import runtime
+from ndbchaos.runtimes import docker
 from ndbchaos.engines import get_engine
 from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
@@ -13,8 +13,8 @@ from ndbchaos.errors import DockerUnavailable, NdbChaosError, UsageError
 @pytest.fixture
 def images(monkeypatch):
     present: set[str] = set()
-    monkeypatch.setattr(runtime, "image_present", lambda name: name in present)
-    monkeypatch.setattr(runtime, "docker_available", lambda: (True, ""))
+    monkeypatch.setattr(docker, "image_present", lambda name: name in present)
+    monkeypatch.setattr(docker, "docker_available", lambda: (True, ""))
     monkeypatch.delenv("NDBCHAOS_NDB_IMAGE", raising=False)
     monkeypatch.delenv("NDBCHAOS_NDB_DIST", raising=False)
     return present
@@ -33,8 +33,8 @@ def test_auto_falls_back_to_galera_and_says_why(images):
 
 def test_auto_without_docker(monkeypatch):
     monkeypatch.delenv("NDBCHAOS_NDB_DIST", raising=False)
-    monkeypatch.setattr(runtime, "image_present", lambda name: False)
-    monkeypatch.setattr(runtime, "docker_available", lambda: (False, "no Docker engine answers"))
+    monkeypatch.setattr(docker, "image_present", lambda name: False)
+    monkeypatch.setattr(docker, "docker_available", lambda: (False, "no Docker engine answers"))
     name, why = resolve_engine("auto")
     assert name == "galera" and "no Docker engine answers" in why
     with pytest.raises(DockerUnavailable):

@@ -137,7 +137,7 @@ class Engine:
 def running(monkeypatch):
     from ndbchaos.engines.ndb.faults import mgm as MG  # left_started: the wait for the node to leave 'started'
     for mod in (EI, MG):
-        monkeypatch.setattr(mod.runtime, "container_state", lambda c: "running")
+        monkeypatch.setattr(mod.docker, "container_state", lambda c: "running")
         monkeypatch.setattr(mod, "wait_until", _fast_wait)
     monkeypatch.setattr(EI.time, "sleep", lambda s: None)
 

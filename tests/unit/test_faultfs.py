@@ -1,4 +1,4 @@
-"""The faultfs layer (ndbchaos.faultfs and its process) on a real FUSE mount over a temporary
+"""The faultfs layer (ndbchaos.runtimes.compose.faultfs and its process) on a real FUSE mount over a temporary
 directory (root, /dev/fuse and Debian's fuse3; no Docker): every call passes through; delays,
 failures, kept unsynced writes, their loss and the power cut do what they say; the layer's
 counters show it; unmount stops the process. And the storage faults' refusals."""
@@ -11,9 +11,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ndbchaos import disks, faultfs
+from ndbchaos.runtimes.compose import disks, faultfs
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.faultfs import Failure, Faults
+from ndbchaos.runtimes.compose.faultfs import Failure, Faults
 from ndbchaos.faults import storage as S
 
 

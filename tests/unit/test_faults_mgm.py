@@ -86,7 +86,7 @@ class Cluster:
 
 @pytest.fixture(autouse=True)
 def running(monkeypatch):
-    monkeypatch.setattr(MG.runtime, "container_state", lambda c: "running")
+    monkeypatch.setattr(MG.docker, "container_state", lambda c: "running")
     monkeypatch.setattr(MG, "wait_until", _fast_wait)
     monkeypatch.setattr(MG.time, "sleep", lambda s: None)
 

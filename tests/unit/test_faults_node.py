@@ -67,7 +67,7 @@ class Cluster:
 
 @pytest.fixture(autouse=True)
 def states(monkeypatch):
-    monkeypatch.setattr(ND.runtime, "container_state", lambda c: c.state)
+    monkeypatch.setattr(ND.docker, "container_state", lambda c: c.state)
 
 
 def test_kill_signals_every_target():

@@ -15,7 +15,8 @@ from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.journal import Journal
 from ndbchaos.errors import BlastRadiusError, NdbChaosError, UsageError
-from ndbchaos.faults import base, netem, netns, pumba, safety, skip_if_unsupported
+from ndbchaos.faults import base, netem, pumba, safety, skip_if_unsupported
+from ndbchaos.runtimes import netns
 from ndbchaos.faults import toxiproxy as TX
 from ndbchaos.topology import Node, Topology
 
@@ -458,12 +459,12 @@ def test_one_way_to_several_nodes_describes_its_components_in_packets_mode():
 
 
 def test_a_helper_asks_its_namespace_again_until_it_gets_one(monkeypatch):
-    from ndbchaos.faults import netns
+    from ndbchaos.runtimes import netns
     answers = iter([(None, ""), (126, ""), (0, "net:[4026532301]\n")])
     calls = []
-    monkeypatch.setattr(netns.runtime, "exec_in", lambda c, cmd, timeout=30: calls.append(cmd) or next(answers))
+    monkeypatch.setattr(netns.docker, "exec_in", lambda c, cmd, timeout=30: calls.append(cmd) or next(answers))
     monkeypatch.setattr(netns.time, "sleep", lambda s: None)
     assert netns.read_netns(object()) == (0, "net:[4026532301]") and len(calls) == 3
     # never an answer: the last one, which the caller refuses (no rule in an unknown namespace)
-    monkeypatch.setattr(netns.runtime, "exec_in", lambda c, cmd, timeout=30: (1, "readlink: error"))
+    monkeypatch.setattr(netns.docker, "exec_in", lambda c, cmd, timeout=30: (1, "readlink: error"))
     assert netns.read_netns(object(), attempts=3) == (1, "readlink: error")

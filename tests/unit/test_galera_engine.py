@@ -111,8 +111,8 @@ def _bootstrap_cluster(monkeypatch, files: dict):
     nodes = [TP.Node(n, TP.DATA, f"c-{n}") for n in files] + [TP.Node("arb", TP.ARBITRATOR, "c-arb")]
     ctrs = {n: _Ctr(*v) for n, v in files.items()}
     ctrs["arb"] = _Ctr(b"")
-    monkeypatch.setattr(gal.runtime, "put_file", lambda c, path, data: None)
-    monkeypatch.setattr(gal.runtime, "get_file", lambda c, path: c.files.get(path, b""))
+    monkeypatch.setattr(gal.docker, "put_file", lambda c, path, data: None)
+    monkeypatch.setattr(gal.docker, "get_file", lambda c, path: c.files.get(path, b""))
     topo = TP.Topology("p", "galera", nodes)
     return SimpleNamespace(topology=topo, container=lambda n: ctrs[n.name if hasattr(n, "name") else n],
                            note=lambda *a, **k: None, discover=lambda: topo)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from ndbchaos.cli import main
-from ndbchaos.inventory.spec import InventoryError, load as load_inventory
+from ndbchaos.runtimes.inventory.spec import InventoryError, load as load_inventory
 from ndbchaos.gate.spec import OBJECTIVES
 from tests.unit.test_gate import run
 from tests.unit.test_inventory import base_doc

@@ -12,10 +12,10 @@ import pytest
 
 from ndbchaos.engines.ndb import liveconfig
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.inventory import guard
+from ndbchaos.runtimes.inventory import guard
 from ndbchaos.settings import Settings
-from ndbchaos.inventory.remote import HostNode, Proc, Remote, parse_ps, proper, signal_name, state_of
-from ndbchaos.inventory.spec import HostSpec, InventoryError, load, parse
+from ndbchaos.runtimes.inventory.remote import HostNode, Proc, Remote, parse_ps, proper, signal_name, state_of
+from ndbchaos.runtimes.inventory.spec import HostSpec, InventoryError, load, parse
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "inventory" / "hosts.yml"

@@ -9,7 +9,8 @@ import tarfile
 
 import pytest
 
-from ndbchaos import resources, runtime, settings
+from ndbchaos import resources, settings
+from ndbchaos.runtimes import docker
 from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb import image as ndb_image
@@ -23,8 +24,8 @@ MACHINE = {"x86_64": b"\x3e\x00", "aarch64": b"\xb7\x00"}
 @pytest.fixture
 def images(monkeypatch, tmp_path):
     present: set[str] = set()
-    monkeypatch.setattr(runtime, "image_present", lambda name: name in present)
-    monkeypatch.setattr(runtime, "docker_available", lambda: (True, ""))
+    monkeypatch.setattr(docker, "image_present", lambda name: name in present)
+    monkeypatch.setattr(docker, "docker_available", lambda: (True, ""))
     monkeypatch.delenv("NDBCHAOS_NDB_IMAGE", raising=False)
     monkeypatch.delenv(ndb_image.DIST_ENV, raising=False)
     monkeypatch.setenv("NDBCHAOS_CACHE", str(tmp_path / "cache"))

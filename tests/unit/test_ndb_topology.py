@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ndbchaos import runtime
+from ndbchaos.runtimes import docker
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb import image as ndb_image
 from ndbchaos.engines.ndb import layout as ndblayout
@@ -30,7 +30,7 @@ ROLE_TYPE = {"mgm": "MGM", "data": "NDB", "sql": "API"}
 
 def compose_bin():
     try:
-        return runtime.compose_cmd()
+        return docker.compose_cmd()
     except NdbChaosError as e:
         pytest.skip(f"no Compose v2 binary: {e}")
 

@@ -24,8 +24,9 @@ def test_every_shipped_file_is_inside_the_package():
 def test_the_modules_use_the_one_lookup():
     from ndbchaos.engines.galera import lifecycle
     from ndbchaos.engines.ndb import image, layout
-    from ndbchaos.faults import netns, toxiproxy_server
-    from ndbchaos.inventory import lab
+    from ndbchaos.runtimes import netns
+    from ndbchaos.faults import toxiproxy_server
+    from ndbchaos.runtimes.inventory import lab
     from ndbchaos.workload import native
     assert lifecycle.BUILD == image.BUILD == netns.BUILD == toxiproxy_server.BUILD == lab.BUILD == resources.BUILD
     assert layout.COMPOSE_DIR == lifecycle.COMPOSE_DIR == resources.COMPOSE_DIR

@@ -266,24 +266,24 @@ h = os.environ.get("HOME"), {**os.environ, DIST_ENV: "d"}, os.environ.get("CI_PI
 # -- Compose gets our variables from the settings only -------------------------------------------
 
 def test_compose_inherits_none_of_our_variables(monkeypatch):
-    from ndbchaos import runtime
+    from ndbchaos.runtimes import docker
     seen = {}
 
     def run(cmd, env, **kw):
         seen.update(env)
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
-    monkeypatch.setattr(runtime, "compose_cmd", lambda: ["compose"])
-    monkeypatch.setattr(runtime.subprocess, "run", run)
+    monkeypatch.setattr(docker, "compose_cmd", lambda: ["compose"])
+    monkeypatch.setattr(docker.subprocess, "run", run)
     monkeypatch.setenv("NDBCHAOS_NDB_IMAGE", "from-the-environment:1")
     monkeypatch.setenv("NDBCHAOS_PORT_SQL1", "13306")
-    runtime.compose("p", [], {"NDBCHAOS_PROJECT": "p", "NDBCHAOS_NDB_IMAGE": "chosen:1"}, "ps")
+    docker.compose("p", [], {"NDBCHAOS_PROJECT": "p", "NDBCHAOS_NDB_IMAGE": "chosen:1"}, "ps")
     assert seen["NDBCHAOS_PROJECT"] == "p" and seen["NDBCHAOS_NDB_IMAGE"] == "chosen:1"
     assert "NDBCHAOS_PORT_SQL1" not in seen and seen["PATH"] == os.environ["PATH"]
 
 
 def test_a_cluster_hands_compose_the_settings_ports(monkeypatch, tmp_path):
-    from ndbchaos.cluster import ComposeCluster
+    from ndbchaos.runtimes.compose.cluster import ComposeCluster
     from ndbchaos.engines.ndb import NdbEngine
     monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
     c = ComposeCluster(NdbEngine(), {"ndb_image": "mine:1"}, project="p",

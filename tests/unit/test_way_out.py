@@ -17,10 +17,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from ndbchaos import cluster as CL
-from ndbchaos import faultfs, holds
+from ndbchaos.runtimes.compose import cluster as CL
+from ndbchaos.runtimes.compose import faultfs
+from ndbchaos import holds
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.faultfs import Faults
+from ndbchaos.runtimes.compose.faultfs import Faults
 
 from .test_faultfs import _mount
 
@@ -92,7 +93,7 @@ def test_a_layer_that_does_not_answer_is_stopped_and_its_waiting_call_fails(tmp_
 def test_a_layer_whose_files_are_gone_is_found_by_its_command_line(tmp_path):
     """A layer process with no pid file (a run killed while it started one): found and stopped."""
     sock = tmp_path / "data1.sock"
-    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "ndbchaos.faultfs_daemon",
+    p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", faultfs.DAEMON,
                           str(tmp_path / "data1.disk"), str(tmp_path / "data1"), str(sock)])
     try:
         deadline = time.monotonic() + 5
@@ -157,9 +158,9 @@ class _Container:
 def _docker(monkeypatch, containers, released=(["cleared the faultfs layer of data1 (write 600000 ms late)"], [])):
     order = []
     monkeypatch.setattr(CL.holds, "release", lambda p: (order.append("release"), released)[1])
-    monkeypatch.setattr(CL.runtime, "project_containers",
+    monkeypatch.setattr(CL.docker, "project_containers",
                         lambda p=None: (order.append("list"), [c for c in containers if c.calls <= c.fails])[1])
-    monkeypatch.setattr(CL.runtime, "project_networks", lambda p=None: [])
+    monkeypatch.setattr(CL.docker, "project_networks", lambda p=None: [])
     monkeypatch.setattr(CL.disks, "release", lambda p: [f"disk {p}/data1"])
     monkeypatch.setattr(CL, "REMOVE_PAUSE_S", 0.0)
     return order
@@ -226,7 +227,7 @@ def test_status_of_a_project_it_cannot_attach_to_shows_its_traces(monkeypatch, c
     monkeypatch.setattr(S.state, "traces", lambda p: ([
         {"kind": "stuck", "node": "data1", "detail": "its process 7 is in uninterruptible sleep (request_wait_answer)"},
         {"kind": "storage", "node": "data1", "detail": "faultfs: write 600000 ms late, 2 call(s) waiting"}], ["data1"]))
-    monkeypatch.setattr(S.runtime, "project_containers",
+    monkeypatch.setattr(S.docker, "project_containers",
                         lambda p: [SimpleNamespace(name="p-data1-1", status="running")])
     rc = S.run(SimpleNamespace(project="p", json=False, no_netns=False))
     out, err = capsys.readouterr()

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...errors import ClusterNotReady, NdbChaosError, UsageError
 from ...resources import BUILD, COMPOSE_DIR
@@ -16,7 +16,7 @@ from ...settings import current
 from ...waiting import wait_until
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...cluster import ComposeCluster
+    from ...runtimes.compose.cluster import ComposeCluster
 
 
 class LifecycleMixin:
@@ -35,12 +35,12 @@ class LifecycleMixin:
 
     def ensure_images(self, options: dict) -> None:
         img = self.image(options)
-        if runtime.image_present(img):
+        if docker.image_present(img):
             return
         if options.get("galera_image"):
             raise NdbChaosError(f"image {img} is not present locally")
         r = subprocess.run(["bash", str(BUILD), "galera"], text=True)
-        if r.returncode != 0 or not runtime.image_present(img):
+        if r.returncode != 0 or not docker.image_present(img):
             raise NdbChaosError(f"building {img} failed (see the output above)")
 
     def data_count(self, options: dict) -> int:
@@ -82,7 +82,7 @@ class LifecycleMixin:
 
     def _exec_sql(self, cluster, node: str, sql: str, timeout: float = 30) -> str:
         c = cluster.container(cluster.topology.node(node))
-        code, out = runtime.exec_in(c, ["mariadb", "-uroot", "-N", "-e", sql], timeout=timeout)
+        code, out = docker.exec_in(c, ["mariadb", "-uroot", "-N", "-e", sql], timeout=timeout)
         if code != 0:
             raise NdbChaosError(f"SQL on {node} failed: {out.strip()[-300:]}")
         return out
@@ -92,10 +92,10 @@ class LifecycleMixin:
         last = [""]
 
         def ready():
-            if runtime.container_state(c) in ("exited", "dead"):
+            if docker.container_state(c) in ("exited", "dead"):
                 tail = c.logs(tail=15).decode("utf-8", "replace")
                 raise ClusterNotReady(f"{node} exited during start: {tail.strip().splitlines()[-1:]}")
-            code, last[0] = runtime.exec_in(c, ["mariadb", "-uroot", "-N", "-e",
+            code, last[0] = docker.exec_in(c, ["mariadb", "-uroot", "-N", "-e",
                                                 "SHOW STATUS LIKE 'wsrep_ready'"], timeout=5)
             return code == 0 and "ON" in last[0]
 
@@ -129,7 +129,7 @@ class LifecycleMixin:
 
     def _serving(self, cluster, node) -> bool:
         try:
-            if runtime.container_state(cluster.container(node)) != "running":
+            if docker.container_state(cluster.container(node)) != "running":
                 return False
         except Exception:
             return False
@@ -148,35 +148,35 @@ class LifecycleMixin:
         for n in members:
             self._drop_monitor(n.name)
             c = cluster.container(n)
-            if runtime.container_state(c) == "paused":
+            if docker.container_state(c) == "paused":
                 c.unpause()
-            if runtime.container_state(c) == "running":
+            if docker.container_state(c) == "running":
                 c.kill()  # nothing to save: the node is not serving, and a kill is what crashed it
             c.wait(timeout=30)
         positions = {}
         for n in data:
             c = cluster.container(n)
-            runtime.put_file(c, "/var/lib/mysql/ndbchaos-recover", b"")
+            docker.put_file(c, "/var/lib/mysql/ndbchaos-recover", b"")
             c.start()
             c.wait(timeout=120)
-            pos = runtime.get_file(c, "/var/lib/mysql/ndbchaos-recovered-position").decode().strip()
+            pos = docker.get_file(c, "/var/lib/mysql/ndbchaos-recovered-position").decode().strip()
             uuid, _, seqno = pos.rpartition(":")
             if not uuid or not seqno.lstrip("-").isdigit():
                 # Bootstrapping without every position could pick a node that lacks the last
                 # commits (and state transfer would then erase them from the others): refuse.
-                tail = runtime.get_file(c, "/var/lib/mysql/ndbchaos-recover.log").decode("utf-8", "replace")
+                tail = docker.get_file(c, "/var/lib/mysql/ndbchaos-recover.log").decode("utf-8", "replace")
                 last = [ln for ln in tail.splitlines() if "ERROR" in ln][-1:] or tail.strip().splitlines()[-1:]
                 raise ClusterNotReady(f"bootstrap: --wsrep-recover on {n.name} gave no position "
                                       f"({pos!r}): {' '.join(last)[-240:]}")
             positions[n.name] = int(seqno)
         best = max(data, key=lambda n: (positions[n.name], -data.index(n)))
         c = cluster.container(best)
-        runtime.put_file(c, "/var/lib/mysql/ndbchaos-bootstrap", b"")
+        docker.put_file(c, "/var/lib/mysql/ndbchaos-bootstrap", b"")
         c.start()
         cluster.discover()
 
         def primary():
-            if runtime.container_state(c) in ("exited", "dead"):
+            if docker.container_state(c) in ("exited", "dead"):
                 raise ClusterNotReady(f"bootstrap of {best.name} failed: {c.logs(tail=5).decode()[-300:]}")
             return self._serving(cluster, cluster.topology.node(best.name))
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...vocabulary import ClusterStatus, NodeStatus
 
@@ -32,7 +32,7 @@ class StatusMixin:
         for n in topo.nodes:
             try:
                 c = cluster.container(n)
-                cstate = runtime.container_state(c)
+                cstate = docker.container_state(c)
             except Exception:
                 cstate = "gone"
             if n.role == TP.DATA:

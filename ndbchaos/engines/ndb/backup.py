@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import re
 
-from ... import runtime
+from ...runtimes import docker, factory
 from ... import topology as TP
-from ...cluster import ComposeCluster
 from ...errors import UsageError
 from ...settings import current
 from ...operations.procedure import Context, Procedure, Step, StepFailed, one_line
@@ -49,7 +48,7 @@ DISCOVERY_BOUND_S = 90.0
 
 def _free_subnet() -> str:
     used = set()
-    for nw in runtime.docker_client().networks.list():
+    for nw in docker.docker_client().networks.list():
         for cfg in ((nw.attrs.get("IPAM") or {}).get("Config") or []):
             used.add(".".join(str(cfg.get("Subnet", "")).split(".")[:3]))
     for net in RESTORE_NETS:
@@ -81,7 +80,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
             ctx.state["ballast"] = ensure_ballast(cluster, ballast_mb)
         # The fresh cluster starts before the load: on this 2-core host a cluster started beside
         # a loaded one took 283 s to be ready, 20 s beside an idle one (9.7.2, one data node).
-        target = ComposeCluster(type(engine)(), {"ndb_layout": into, "ndb_subnet": _free_subnet()})
+        target = factory.beside(cluster, {"ndb_layout": into, "ndb_subnet": _free_subnet()})
         ctx.state["target"] = target
         target.up()
         ctx.state["target_ready_s"] = round(target.ready_seconds or 0.0, 1)
@@ -90,7 +89,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         # every management server's cluster log: each logs the data nodes' backup reports, so a
         # management server lost during the backup does not hide its end
         mgms = [n for n in sorted(cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
-                if runtime.container_state(cluster.container(n)) == "running"]
+                if docker.container_state(cluster.container(n)) == "running"]
         followers = [engine.cluster_log_follower(cluster, n) for n in mgms]
         for f in followers:
             f.seek_end()
@@ -145,11 +144,11 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         bid, target = ctx.backup["id"], ctx.state["target"]
         tmgm = sorted(target.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)[0]
         tc = target.container(tmgm)
-        runtime.exec_in(tc, ["sh", "-c", f"rm -rf {RESTORE_DIR} && mkdir -p {RESTORE_DIR}"], timeout=30)
+        docker.exec_in(tc, ["sh", "-c", f"rm -rf {RESTORE_DIR} && mkdir -p {RESTORE_DIR}"], timeout=30)
         sources = []
         for d in sorted(cluster.topology.data_nodes + cluster.topology.role("spare"), key=lambda n: n.nodeid or 0):
             src = cluster.container(d)
-            code, where = runtime.exec_in(src, ["sh", "-c", f"find {DATADIR} -type d -name BACKUP-{bid} 2>/dev/null"],
+            code, where = docker.exec_in(src, ["sh", "-c", f"find {DATADIR} -type d -name BACKUP-{bid} 2>/dev/null"],
                                           timeout=60)
             path = next((p.strip() for p in where.splitlines() if p.strip()), "")
             if not path:
@@ -157,7 +156,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
             stream, _ = src.get_archive(path)
             data = b"".join(stream)
             dest = f"{RESTORE_DIR}/n{d.nodeid}"
-            runtime.exec_in(tc, ["mkdir", "-p", dest], timeout=30)
+            docker.exec_in(tc, ["mkdir", "-p", dest], timeout=30)
             tc.put_archive(dest, data)
             sources.append((d.nodeid, f"{dest}/BACKUP-{bid}", len(data)))
         if not sources:
@@ -166,7 +165,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         for i, (nid, path, _size) in enumerate(sources):
             args = ["ndb_restore", "-c", "127.0.0.1:1186", "-n", str(nid), "-b", str(bid), f"--backup-path={path}",
                     f"--include-tables={db}.{table}", "-r"] + (["-m"] if i == 0 else [])
-            code, out = runtime.exec_in(tc, args, timeout=600)
+            code, out = docker.exec_in(tc, args, timeout=600)
             if code != 0:
                 raise StepFailed(f"ndb_restore of node {nid}'s backup {bid} (exit {code}): {one_line(out[-400:])}")
             said.append(f"node {nid}: {_restored_rows(out)}")
@@ -212,7 +211,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
             for d in cluster.topology.data_nodes + cluster.topology.role("spare"):
                 try:
                     drop = f"find {DATADIR} -type d -name BACKUP-{bid} -prune -exec rm -rf {{}} +"
-                    runtime.exec_in(cluster.container(d), ["sh", "-c", drop], timeout=60)
+                    docker.exec_in(cluster.container(d), ["sh", "-c", drop], timeout=60)
                 except Exception:
                     pass
 

@@ -10,7 +10,7 @@ the line has none).
 
 from __future__ import annotations
 
-from ... import runtime
+from ...runtimes import docker
 from ...events import time_to_epoch
 from .logs import NdbLogParser
 
@@ -46,7 +46,7 @@ class ClusterLogFollower:
         except Exception as e:
             self.errors.append(str(e))
             return
-        code, out = runtime.exec_in(c, ["sh", "-c", 'stat -c "%i %s" "$0"', self.path], timeout=timeout)
+        code, out = docker.exec_in(c, ["sh", "-c", 'stat -c "%i %s" "$0"', self.path], timeout=timeout)
         try:
             inode, size = (int(x) for x in out.split())
         except ValueError:
@@ -61,10 +61,10 @@ class ClusterLogFollower:
         except Exception as e:
             self.errors.append(str(e))
             return []
-        if runtime.container_state(c) != "running":
+        if docker.container_state(c) != "running":
             return []
         # Size first, then the bytes from the offset (tail -c +N is 1-based).
-        code, out = runtime.exec_in(
+        code, out = docker.exec_in(
             c, ["sh", "-c", 'f="$0"; [ -f "$f" ] || exit 3; i=$(stat -c %i "$f" 2>/dev/null || echo 0); '
                             'echo "$i $(wc -c < "$f")"; tail -c +"$1" "$f"',
                 self.path, str(self.offset + 1)], timeout=timeout)

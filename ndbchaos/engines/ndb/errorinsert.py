@@ -27,7 +27,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...waiting import wait_until
 from .clusterlog import DATADIR
@@ -248,7 +248,7 @@ class ErrorInsertMixin:
         out = {}
         for n in cluster.topology.data_nodes:
             c = cluster.container(n)
-            if runtime.container_state(c) != "running":
+            if docker.container_state(c) != "running":
                 continue
             try:
                 text = c.logs(stdout=True, stderr=True).decode("utf-8", "replace")
@@ -264,7 +264,7 @@ class ErrorInsertMixin:
         path = error_log_path(node)
         c = cluster.container(node)
         if hasattr(c, "get_archive"):  # a container, running or stopped (a node the watchdog ended)
-            return error_reports(runtime.get_file(c, path).decode("utf-8", "replace"), node.nodeid)
+            return error_reports(docker.get_file(c, path).decode("utf-8", "replace"), node.nodeid)
         code, out = self._exec(cluster, node, ["sh", "-c", f"cat {shlex.quote(path)} 2>/dev/null; exit 0"], timeout=20)
         return error_reports(out if code == 0 else "", node.nodeid)
 

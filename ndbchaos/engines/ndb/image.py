@@ -25,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ... import runtime
+from ...runtimes import docker
 from ...errors import NdbChaosError
 from ...resources import BUILD
 from ...settings import current
@@ -93,12 +93,12 @@ def choose(options: dict | None = None) -> ImageChoice:
     if explicit:
         return ImageChoice(explicit, "explicit", f"image {explicit} (NDBCHAOS_NDB_IMAGE)")
     for img in OFFICIAL:
-        if runtime.image_present(img):
+        if docker.image_present(img):
             return ImageChoice(img, "official", f"official image {img} present locally")
     dist = dist_path()
     if dist:
         tag = dist_tag(dist)
-        how = "built" if runtime.image_present(tag) else "to be built"
+        how = "built" if docker.image_present(tag) else "to be built"
         return ImageChoice(tag, "dist", f"image {tag} {how} from {DIST_ENV}={dist}")
     return ImageChoice(DEFAULT_IMAGE, "none", missing_image_message(DEFAULT_IMAGE))
 
@@ -110,7 +110,7 @@ def unavailable(options: dict | None = None) -> str | None:
     unavailable" but a broken input: NdbChaosError with the recipe's line, as ``choose`` and
     ``resolve_engine`` raise it (it was asked for)."""
     c = choose(options)
-    if c.buildable or runtime.image_present(c.image):
+    if c.buildable or docker.image_present(c.image):
         return None
     return missing_image_message(c.image)
 
@@ -147,12 +147,12 @@ def missing_for_tests(options: dict | None = None, ci: bool | None = None) -> tu
 def ensure(choice: ImageChoice) -> None:
     """The chosen image is present afterwards, or NdbChaosError says why in one line. Only an
     image of a distribution is built; any other is the user's to provide."""
-    if runtime.image_present(choice.image):
+    if docker.image_present(choice.image):
         return
     if not choice.buildable:
         raise NdbChaosError(missing_image_message(choice.image))
     # Progress to our stderr (the build takes a minute or two); the recipe's error line is kept.
     r = subprocess.run(["bash", str(BUILD), "ndb"], stdout=sys.stderr, stderr=subprocess.PIPE, text=True,
                        env={**os.environ, DIST_ENV: dist_path() or ""})
-    if r.returncode != 0 or not runtime.image_present(choice.image):
+    if r.returncode != 0 or not docker.image_present(choice.image):
         raise NdbChaosError(_last_line(r.stderr) or f"building {choice.image} failed")

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...errors import InventoryError, UsageError
 from ...resources import COMPOSE_DIR, tools_dir
@@ -40,7 +40,7 @@ from .spec import LayoutSpec, resolve
 from .twin import MYCNF_SEP, TwinLayout, twin_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...inventory.cluster import InventoryCluster
+    from ...runtimes.inventory.cluster import InventoryCluster
 
 DEFAULT_ROOT_PASSWORD = "ndbchaos-root"
 
@@ -194,7 +194,7 @@ class LayoutMixin:
             cs = inv.connectstring or f"127.0.0.1:{self.MGM_PORT_DEFAULT}"
             outs = []
             for q in live_config_queries(cs):
-                code, out = runtime.exec_in(h, q, timeout=30)
+                code, out = docker.exec_in(h, q, timeout=30)
                 if code != 0:
                     last = f"ndb_config on {spec.name} failed (exit {code}): {out.strip()[-200:]}"
                     break

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...errors import ClusterNotReady, NdbChaosError
 from ...waiting import Deadline, wait_until
@@ -21,7 +21,7 @@ from .rules import MGMD_START_BOUND
 from .spec import SPARE, available_mib, check_free
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...cluster import ComposeCluster
+    from ...runtimes.compose.cluster import ComposeCluster
 
 log = logging.getLogger("ndbchaos")
 
@@ -84,7 +84,7 @@ class LifecycleMixin:
     def _check_subnet_free(self, cluster) -> None:
         net = self.subnet(cluster.options) + ".0/24"
         try:
-            networks = runtime.docker_client().networks.list()
+            networks = docker.docker_client().networks.list()
         except Exception:
             return
         for nw in networks:
@@ -101,7 +101,7 @@ class LifecycleMixin:
 
     def _raise_if_exited(self, cluster, node: TP.Node) -> None:
         c = cluster.container(node)
-        st = runtime.container_state(c)
+        st = docker.container_state(c)
         if st in ("exited", "dead"):
             tail = c.logs(tail=20).decode("utf-8", "replace").strip().splitlines()
             last = [ln for ln in tail if ln.strip()][-1:] or ["(no output)"]
@@ -179,7 +179,7 @@ class LifecycleMixin:
     def _exec(self, cluster, node: TP.Node, cmd: list[str] | str, timeout: float = 10) -> tuple[int, str]:
         try:
             c = cluster.container(node)
-            return runtime.exec_in(c, cmd, timeout=timeout)
+            return docker.exec_in(c, cmd, timeout=timeout)
         except Exception as e:  # paused, gone, docker error: an answer, not an exception
             return -1, f"{type(e).__name__}: {e}"
 
@@ -198,7 +198,7 @@ class LifecycleMixin:
         last = (-1, "no management node container is running", None)
         for n in candidates:
             try:
-                if runtime.container_state(cluster.container(n)) != "running":
+                if docker.container_state(cluster.container(n)) != "running":
                     continue
             except Exception:
                 continue
@@ -246,7 +246,7 @@ class LifecycleMixin:
 
         def start(n: TP.Node) -> bool:
             c = cluster.container(n)
-            st = runtime.container_state(c)
+            st = docker.container_state(c)
             if st == "paused":
                 c.unpause()
                 return False
@@ -267,7 +267,7 @@ class LifecycleMixin:
         data_want = [x for x in wanted if x.role == TP.DATA]
         if data_want:
             running = [d for d in topo.data_nodes
-                       if runtime.container_state(cluster.container(d)) == "running"]
+                       if docker.container_state(cluster.container(d)) == "running"]
             targets = topo.data_nodes if not running else data_want  # system restart: all of them
             for n in targets:
                 start(n)
@@ -335,7 +335,7 @@ class LifecycleMixin:
         for n in data:
             m = rep.node(n.nodeid)
             if (m is None or not m.connected) and \
-                    runtime.container_state(cluster.container(n)) in ("running", "paused"):
+                    docker.container_state(cluster.container(n)) in ("running", "paused"):
                 out.append(n)
         if out:
             members = self._serving_members(cluster)
@@ -350,7 +350,7 @@ class LifecycleMixin:
         left their cluster and have nothing to learn when the partition heals (9.7.2)."""
         ids: set = set()
         for n in cluster.topology.role(TP.SQL):
-            if not n.sql_port or runtime.container_state(cluster.container(n)) != "running":
+            if not n.sql_port or docker.container_state(cluster.container(n)) != "running":
                 continue
             ids.update(started_ids(self.sql_probe(n).get("nodes", [])))
         return ids
@@ -366,7 +366,7 @@ class LifecycleMixin:
         for n in nodes:
             c = cluster.container(n)
             d = Deadline(self.THAW_SHUTDOWN_BOUND)
-            wait_until(lambda: runtime.container_state(c) in ("exited", "dead"), d.remaining(), poll=0.1,
+            wait_until(lambda: docker.container_state(c) in ("exited", "dead"), d.remaining(), poll=0.1,
                        on_timeout=lambda: NdbChaosError(
                            f"{n.name} was declared dead while unreachable but still runs "
                            f"{self.THAW_SHUTDOWN_BOUND:.0f}s after it could reach the cluster again"))

@@ -4,7 +4,7 @@ the engine's words, or raises ``StepFailed`` with them (one line)."""
 
 from __future__ import annotations
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...operations.procedure import Context, StepFailed, one_line
 from .mgm import reply
@@ -16,7 +16,7 @@ DDL_TIMEOUT_S = 300.0
 def running_sql(cluster) -> TP.Node:
     """The first SQL node (in node id order) whose container runs: where statements go."""
     for n in sorted(cluster.topology.sql_nodes, key=lambda n: n.nodeid or 0):
-        if runtime.container_state(cluster.container(n)) == "running":
+        if docker.container_state(cluster.container(n)) == "running":
             return n
     raise StepFailed("no SQL node's container is running")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...errors import UsageError
 from ...waiting import wait_until
@@ -40,7 +40,7 @@ def ndb_dictionary(ctx: Context, table: str) -> tuple[set[str], set[str]]:
     mgms = sorted(ctx.cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
     last = "no management node"
     for n in mgms:
-        code, out = runtime.exec_in(ctx.cluster.container(n), ["ndb_desc", "-c", "127.0.0.1:1186", "-d", db, table],
+        code, out = docker.exec_in(ctx.cluster.container(n), ["ndb_desc", "-c", "127.0.0.1:1186", "-d", db, table],
                                     timeout=60)
         if code == 0 and "-- Attributes --" in out:
             return parse_ndb_desc(out)

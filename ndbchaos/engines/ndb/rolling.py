@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...errors import UsageError
 from ...operations.procedure import Context, Outcome, Procedure, Step, StepFailed, one_line
@@ -152,7 +152,7 @@ def _query(ctx: Context, node: TP.Node, source: list[str], params: list[str]) ->
     """The data nodes' values of ``params`` by ndb_config in ``node``'s container, from a file
     (``--config-file=...``: ndb_config parses it as ndb_mgmd does and refuses what it would) or
     from the management server (``--ndb-connectstring=...``); StepFailed with its words."""
-    code, out = runtime.exec_in(ctx.cluster.container(node), ["ndb_config", *source, "--type=ndbd",
+    code, out = docker.exec_in(ctx.cluster.container(node), ["ndb_config", *source, "--type=ndbd",
                                                                "--query=nodeid," + ",".join(params)], timeout=60)
     rows = parse_query(out, params) if code == 0 else {}
     if not rows:
@@ -170,7 +170,7 @@ def reload(ctx: Context, text: str, params: list[str], unchanged: dict | None = 
     cluster, engine = ctx.cluster, ctx.cluster.engine
     mgms = _mgms(cluster)
     for n in mgms:
-        runtime.put_file(cluster.container(n), CONFIG, text.encode())
+        docker.put_file(cluster.container(n), CONFIG, text.encode())
     try:
         want = _query(ctx, mgms[0], [f"--config-file={CONFIG}"], params)
     except StepFailed as e:
@@ -179,7 +179,7 @@ def reload(ctx: Context, text: str, params: list[str], unchanged: dict | None = 
         raise StepFailed(f"the new config.ini sets {', '.join(params)} to the values in force: nothing was changed")
     for n in mgms:
         engine.stop_node(cluster, n, 30)
-    runtime.put_file(cluster.container(mgms[0]), ONCE, f"--config-file={CONFIG}\n--reload\n".encode())
+    docker.put_file(cluster.container(mgms[0]), ONCE, f"--config-file={CONFIG}\n--reload\n".encode())
     t0 = ctx.clock.now()
     engine.recover_nodes(cluster, mgms)
     last = [""]
@@ -198,8 +198,8 @@ def reload(ctx: Context, text: str, params: list[str], unchanged: dict | None = 
 
     if not wait_until(served, RELOAD_BOUND_S, poll=1.0):
         said = one_line(" ".join(ln for ln in _log(cluster, mgms[0]).splitlines() if "ERROR" in ln)[-400:])
-        runtime.exec_in(cluster.container(mgms[0]), ["rm", "-f", ONCE], timeout=10)
-        engine.recover_nodes(cluster, [n for n in mgms if runtime.container_state(cluster.container(n)) != "running"])
+        docker.exec_in(cluster.container(mgms[0]), ["rm", "-f", ONCE], timeout=10)
+        engine.recover_nodes(cluster, [n for n in mgms if docker.container_state(cluster.container(n)) != "running"])
         raise StepFailed(f"the management servers did not take the new config.ini within {RELOAD_BOUND_S:.0f} s "
                          f"({said or last[0]}); started again on the configuration they had")
     return want, f"every management server serves it {ctx.clock.now() - t0:.1f} s after the first started"
@@ -277,7 +277,7 @@ def rolling_config_change(cluster, changes: dict, node_failure: bool = False, re
 
     def prepare(ctx: Context) -> None:
         first = _mgms(cluster)[0]
-        original = runtime.get_file(cluster.container(first), "/etc/mysql-cluster.cnf").decode()
+        original = docker.get_file(cluster.container(first), "/etc/mysql-cluster.cnf").decode()
         if "[" not in original:
             raise UsageError(f"rolling_config_change: no config.ini in {first.name}'s container")
         ctx.state["original"] = original

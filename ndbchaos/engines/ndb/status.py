@@ -10,7 +10,7 @@ arbitrator in ``ndbinfo.arbitrator_validity_summary``.
 
 from __future__ import annotations
 
-from ... import runtime
+from ...runtimes import docker
 from ... import topology as TP
 from ...events import merge_streams
 from ...vocabulary import ClusterStatus, NodeStatus
@@ -46,7 +46,7 @@ class StatusMixin:
         cstates = {}
         for n in topo.nodes:
             try:
-                cstates[n.name] = runtime.container_state(cluster.container(n))
+                cstates[n.name] = docker.container_state(cluster.container(n))
             except Exception:
                 cstates[n.name] = "gone"
         rep, mgm_source = self.mgm_report(cluster)
@@ -228,7 +228,7 @@ class StatusMixin:
         script = " ".join(PROBE_MGM_CLIENT) + " -e show; echo; " + " ".join(PROBE_MGM_CLIENT) + " -e 'all status'"
         for n in sorted(cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0):
             try:
-                if runtime.container_state(cluster.container(n)) != "running":
+                if docker.container_state(cluster.container(n)) != "running":
                     continue
             except Exception:
                 continue
@@ -310,7 +310,7 @@ class StatusMixin:
         states = {}
         for i in candidates:
             try:
-                states[i] = runtime.container_state(cluster.container(by_id[i]))
+                states[i] = docker.container_state(cluster.container(by_id[i]))
             except Exception:
                 states[i] = "gone"
         running = [i for i in candidates if states[i] == "running"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import re
 import time
 
-from .... import runtime
+from ....runtimes import docker
 from .... import topology as TP
 from ....errors import UsageError
 from ....events import time_to_epoch
@@ -273,12 +273,12 @@ class ErrorInsert(Fault):
             # (then the node is restarted below), with 0 it restarts the node itself (it keeps running)
             for t in self.targets:
                 c = self.cluster.container(t)
-                wait_until(lambda: runtime.container_state(c) != "running", self.EXIT_AFTER_ERROR_LOG_S, poll=0.2)
+                wait_until(lambda: docker.container_state(c) != "running", self.EXIT_AFTER_ERROR_LOG_S, poll=0.2)
         cleared, started, restarted = [], [], []
         rep, _ = engine.mgm_report(self.cluster) if hasattr(engine, "mgm_report") else (None, None)
         down = []
         for t in self.targets:
-            st = runtime.container_state(self.cluster.container(t))
+            st = docker.container_state(self.cluster.container(t))
             if st != "running":
                 down.append(t)
                 continue
@@ -300,8 +300,8 @@ class ErrorInsert(Fault):
     def _verify_healed(self) -> str:
         for t in self.targets:
             c = self.cluster.container(t)
-            if not wait_until(lambda: runtime.container_state(c) == "running", 20):
-                raise FaultNotEffective(f"{t.name} did not start again ({runtime.container_state(c)})")
+            if not wait_until(lambda: docker.container_state(c) == "running", 20):
+                raise FaultNotEffective(f"{t.name} did not start again ({docker.container_state(c)})")
         h = self.window.params.get("heal") or {}
         parts = []
         if h.get("cleared"):
@@ -372,7 +372,7 @@ class ErrorInsertDuringBackup(ErrorInsert):
         sent again through another when it fails (a failed backup is what this fault expects, and
         a second attempt elsewhere would start a second backup)."""
         mgms = [n for n in sorted(self.cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
-                if runtime.container_state(self.cluster.container(n)) == "running"]
+                if docker.container_state(self.cluster.container(n)) == "running"]
         if not mgms:
             raise FaultNotEffective("START BACKUP: no management node is running")
         rc, out, _ = self.cluster.engine.mgm(self.cluster, "START BACKUP WAIT COMPLETED", node=mgms[0], timeout=timeout)

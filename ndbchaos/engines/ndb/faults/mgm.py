@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import time
 
-from .... import runtime
+from ....runtimes import docker
 from .... import topology as TP
 from ....errors import UsageError
 from ....faults.base import Fault, FaultNotEffective, FaultUnsupported
@@ -78,7 +78,7 @@ def left_started(cluster, targets, timeout: float, poll: float = 0.1) -> dict[st
             if t.name in left:
                 continue
             m = rep.node(t.nodeid) if rep is not None else None
-            gone = runtime.container_state(cluster.container(t)) != "running"
+            gone = docker.container_state(cluster.container(t)) != "running"
             if gone or (m is not None and not m.started):
                 left[t.name] = round(clock.now(), 3)
         return len(left) == len(targets)
@@ -145,7 +145,7 @@ class MgmRestart(_MgmFault):
                 said, _ = _mgm(self.cluster, cmd, 30.0)
                 self.window.params["start"] = {"command": cmd, "mgm_said": said,
                                                "at": round(self.cluster.clock.now(), 3)}
-        idle = [t for t in self.targets if runtime.container_state(self.cluster.container(t)) != "running"]
+        idle = [t for t in self.targets if docker.container_state(self.cluster.container(t)) != "running"]
         if idle:
             self.cluster.engine.recover_nodes(self.cluster, idle)
 
@@ -167,7 +167,7 @@ class MgmRestart(_MgmFault):
 
     def _verify_healed(self) -> str:
         for t in self.targets:
-            st = runtime.container_state(self.cluster.container(t))
+            st = docker.container_state(self.cluster.container(t))
             if st != "running":
                 raise FaultNotEffective(f"{t.name} is {st} after the restart")
         how = "started by 'START'" if self.nostart else "restarting by itself"
@@ -192,7 +192,7 @@ class MgmStop(_MgmFault):
         self.window.params["left_at"] = left
         for t in self.targets:
             c = self.cluster.container(t)
-            if not wait_until(lambda: runtime.container_state(c) in ("exited", "dead"), 30):
+            if not wait_until(lambda: docker.container_state(c) in ("exited", "dead"), 30):
                 raise FaultNotEffective(f"{t.name} left the cluster but its container still runs 30s "
                                         f"after '{self.window.params['command']}'")
         return f"ndb_mgm '{self.window.params['command']}': {', '.join(left)} stopped"
@@ -262,7 +262,7 @@ class RollingRestart(_MgmFault):
         return "rolled: " + ", ".join(f"{s['node']} back in {s['started'] - s['sent']:.1f}s" for s in steps)
 
     def _revert(self) -> None:
-        idle = [t for t in self.targets if runtime.container_state(self.cluster.container(t)) != "running"]
+        idle = [t for t in self.targets if docker.container_state(self.cluster.container(t)) != "running"]
         if idle:
             self.cluster.engine.recover_nodes(self.cluster, idle)
 
@@ -305,7 +305,7 @@ class KillDuringBackup(Kill):
         if self.ballast_mb:
             self.window.params["ballast"] = ensure_ballast(self.cluster, self.ballast_mb)
         running = [n for n in sorted(self.cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0)
-                   if runtime.container_state(self.cluster.container(n)) == "running"]
+                   if docker.container_state(self.cluster.container(n)) == "running"]
         self._log = self.cluster.engine.cluster_log_follower(self.cluster, running[0] if running else None)
         self._log.seek_end()
 

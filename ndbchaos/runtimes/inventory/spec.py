@@ -3,7 +3,7 @@
 Pure: reading and validating the file needs no host. Every problem is one line naming the file
 and the entry (``InventoryError``, exit 2), raised before anything is contacted. What can only be
 checked on the hosts (reachable, process found, node ids as the cluster itself counts them) is
-``ndbchaos.inventory.cluster.InventoryCluster.verify``.
+``ndbchaos.runtimes.inventory.cluster.InventoryCluster.verify``.
 
     engine: ndb
     name: staging                    # the run label on every rule and guard we leave on a host
@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import topology as TP
-from ..errors import InventoryError, UsageError, read_user_text, shown  # noqa: F401  (InventoryError: its home is errors)
+from ... import topology as TP
+from ...errors import (InventoryError, UsageError, read_user_text, shown)  # noqa: F401  (InventoryError: its home is errors)
 
 #: URL schemes testinfra connects with (testinfra.get_host); ``ssh`` is the one this project tests
 SCHEMES = ("ssh", "paramiko", "ansible", "docker", "local")

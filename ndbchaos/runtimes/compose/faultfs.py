@@ -1,10 +1,10 @@
 """faultfs: a fault-injecting layer over a bounded disk, for the storage faults of issue-class
 "slow disk", "failing I/O" and "lost unsynced writes" (``ndbchaos.faults.storage``).
 
-The layer is a FUSE file system of ours (``ndbchaos.faultfs_daemon``, a process of its own: it
-needs libfuse 3, Debian's ``fuse3``) mounted over the directory a data node's container binds, and
-passing every call through to the bounded disk below it (``ndbchaos.disks``). It stays mounted
-for the cluster's life; the container must be created after it is mounted (a bind captures the
+The layer is a FUSE file system of ours (``faultfs_daemon`` beside this module, a process of its
+own, ``DAEMON``: it needs libfuse 3, Debian's ``fuse3``) mounted over the directory a data node's
+container binds, and passing every call through to the bounded disk below it (``disks``). It stays
+mounted for the cluster's life; the container must be created after it is mounted (a bind captures the
 mount), so it is started with the disks, before the cluster, and stopped with them.
 
 This module starts, commands and stops it; it never imports FUSE.
@@ -27,9 +27,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import NdbChaosError
+from ...errors import NdbChaosError
 
 #: the file-system calls a fault may slow or fail
+#: the layer's process, run as ``python -m DAEMON BACKING MOUNT SOCKET`` and found again by this
+#: name in its command line
+DAEMON = "ndbchaos.runtimes.compose.faultfs_daemon"
 CALLS = ("open", "read", "write", "fsync")
 ERRNOS = ("EIO", "ENOSPC", "EROFS", "EDQUOT")
 #: how long a start may take to show the mount and answer (a Python process importing libfuse)
@@ -99,7 +102,7 @@ def mount(root: Path, name: str, backing: Path, mountpoint: Path) -> None:
     sock, pidfile, log = _paths(root, name)
     mountpoint.mkdir(exist_ok=True)
     with open(log, "ab") as out:
-        argv = [sys.executable, "-m", "ndbchaos.faultfs_daemon", str(backing), str(mountpoint), str(sock)]
+        argv = [sys.executable, "-m", DAEMON, str(backing), str(mountpoint), str(sock)]
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
     pidfile.write_text(str(p.pid))
     deadline = time.monotonic() + START_TIMEOUT_S
@@ -167,7 +170,7 @@ def _layer_argvs() -> list[tuple[int, list[str]]]:
             argv = (d / "cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if "ndbchaos.faultfs_daemon" in argv and _alive(int(d.name)):
+        if DAEMON in argv and _alive(int(d.name)):
             out.append((int(d.name), argv))
     return out
 
@@ -331,7 +334,7 @@ def _alive(pid: int) -> bool:
 
 def _is_ours(pid: int) -> bool:
     try:
-        return b"ndbchaos.faultfs_daemon" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        return DAEMON.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return False
 

@@ -17,9 +17,9 @@ import re
 import shlex
 import time
 
-from ..errors import NdbChaosError
-from ..faults import netns
-from ..settings import Settings, current
+from ...errors import NdbChaosError
+from .. import netns
+from ...settings import Settings, current
 
 #: how long a guard waits before it undoes a change on its own (NDBCHAOS_GUARD_S overrides); far
 #: above any hold in the catalogue (60 s at most), so it only acts for a controller that is gone

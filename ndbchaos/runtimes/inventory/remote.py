@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..errors import NdbChaosError
+from ...errors import NdbChaosError
 from .guard import arm_script, disarm_script
 from .spec import HostSpec, NodeSpec
 

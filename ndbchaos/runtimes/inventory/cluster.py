@@ -18,12 +18,12 @@ import socket
 import time
 from typing import Protocol, runtime_checkable
 
-from .. import topology as TP
-from ..errors import BlastRadiusError, NdbChaosError
-from ..faults import netns
-from ..handle import ClusterHandle, HandleEngine
-from ..topology import Node, Topology
-from ..vocabulary import ClusterStatus
+from ... import topology as TP
+from ...errors import BlastRadiusError, NdbChaosError
+from .. import netns
+from ...handle import ClusterHandle, HandleEngine
+from ...topology import Node, Topology
+from ...vocabulary import ClusterStatus
 from .guard import HostNetHelper, disarm_script, guard_seconds
 from .remote import HostNode, Remote
 from .spec import Inventory, InventoryError

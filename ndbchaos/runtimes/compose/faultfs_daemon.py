@@ -1,6 +1,6 @@
 """The faultfs process: a FUSE file system that passes every call through to a backing directory
-and injects storage faults on command (``ndbchaos.faultfs`` starts it, talks to it and stops it;
-this module is only ever run as ``python -m ndbchaos.faultfs_daemon BACKING MOUNT SOCKET``: it
+and injects storage faults on command (``ndbchaos.runtimes.compose.faultfs`` starts it, talks to it and stops it;
+this module is only ever run as ``python -m ndbchaos.runtimes.compose.faultfs_daemon BACKING MOUNT SOCKET``: it
 needs libfuse 3, which the library itself does not).
 
 Faults, set and cleared through the control socket (one JSON object per line, one answer each):
@@ -334,7 +334,7 @@ def _handler(state: State):
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3:
-        print("usage: python -m ndbchaos.faultfs_daemon BACKING MOUNT SOCKET", file=sys.stderr)
+        print("usage: python -m ndbchaos.runtimes.compose.faultfs_daemon BACKING MOUNT SOCKET", file=sys.stderr)
         return 2
     backing, mount, sock = argv
     state = State()

@@ -13,7 +13,7 @@ Every disk is named by its project: ``ComposeCluster.down`` releases the project
 unmount (lazily when busy), detach, delete. Needs root and loop devices (``/dev/loop-control``).
 
 With ``layer=True`` (the default where FUSE works here: ``faultfs.unavailable``) the disk is
-mounted at ``<service>.disk`` and our fault-injecting FUSE layer (``ndbchaos.faultfs``) over it at
+mounted at ``<service>.disk`` and our fault-injecting FUSE layer (``ndbchaos.runtimes.compose.faultfs``) over it at
 ``<service>``, the directory the container binds: the storage faults that slow, fail or lose a
 data node's writes act there, ``DiskFull`` fills the disk below it. Releasing unmounts the layer
 and stops its process first.
@@ -30,8 +30,8 @@ from pathlib import Path
 import yaml
 
 from . import faultfs
-from .errors import NdbChaosError, UsageError
-from .settings import MAX_MB, MIN_MB, current, size_mb  # noqa: F401  (MIN_MB, MAX_MB: the bounds of a disk)
+from ...errors import NdbChaosError, UsageError
+from ...settings import MAX_MB, MIN_MB, current, size_mb  # noqa: F401  (MIN_MB, MAX_MB: the bounds of a disk)
 
 #: where the data directory of every engine's data node is in its container
 DATA_PATH = "/var/lib/mysql"
@@ -115,7 +115,7 @@ def make(project: str, services: list[str], size_mb: int, layer: bool | None = N
                 faultfs.mount(root, svc, disk, mnt)
             volumes[svc] = {"volumes": [f"{mnt}:{DATA_PATH}"]}
         overlay = root / "disks.yml"
-        overlay.write_text("# bounded disks of this project's data nodes (ndbchaos.disks)\n"
+        overlay.write_text("# bounded disks of this project's data nodes (ndbchaos.runtimes.compose.disks)\n"
                            + yaml.safe_dump({"services": volumes}, sort_keys=True))
         return overlay
     except BaseException:

@@ -2,7 +2,7 @@
 nodes found by label, reset between scenarios and torn down.
 
 ``ComposeCluster`` is one of the two ``ndbchaos.handle.ClusterHandle`` runtimes (the other is an
-inventory's hosts, ``ndbchaos.inventory.InventoryCluster``); ``Cluster`` is its name for users.
+inventory's hosts, ``ndbchaos.runtimes.inventory.InventoryCluster``); ``Cluster`` is its name for users.
 One handle serves a whole pytest session. Its journal (``ndbchaos.journal.Journal``) keeps the
 framework's events and every fault injected into it, so ``reset()`` and ``down()`` heal whatever
 is still open on any path out.
@@ -19,15 +19,17 @@ import uuid
 from pathlib import Path
 from typing import Protocol
 
-from . import disks, holds, runtime
-from . import topology as TP
-from .clock import RunClock
-from .errors import NdbChaosError
-from .faults import netns
-from .handle import ClusterHandle, HandleEngine
-from .settings import Settings, current
-from .topology import Node, Topology
-from .vocabulary import ClusterStatus
+from . import disks
+from ... import holds
+from .. import docker
+from ... import topology as TP
+from ...clock import RunClock
+from ...errors import NdbChaosError
+from .. import netns
+from ...handle import ClusterHandle, HandleEngine
+from ...settings import Settings, current
+from ...topology import Node, Topology
+from ...vocabulary import ClusterStatus
 
 log = logging.getLogger("ndbchaos")
 
@@ -90,12 +92,12 @@ class ComposeCluster(ClusterHandle):
         return env
 
     def compose(self, *args: str, check: bool = True, timeout: float = 600):
-        return runtime.compose(self.project, self.files, self.env, *args, check=check, timeout=timeout)
+        return docker.compose(self.project, self.files, self.env, *args, check=check, timeout=timeout)
 
     # -- lifecycle -------------------------------------------------------------------------
     def up(self, timeout: float = 240) -> ClusterStatus:
         """Start the cluster and wait until it is really ready. On failure, tear down."""
-        runtime.docker_client()
+        docker.docker_client()
         self.engine.ensure_images(self.options)
         t0 = time.monotonic()
         self.started = True
@@ -116,7 +118,7 @@ class ComposeCluster(ClusterHandle):
 
     def _make_disks(self) -> None:
         """With ``options["data_disk_mb"]``: each data node's data directory on a bounded disk of
-        that size (``ndbchaos.disks``), put in place by a compose overlay."""
+        that size (``ndbchaos.runtimes.compose.disks``), put in place by a compose overlay."""
         size = self.options.get("data_disk_mb")
         if not size:
             return
@@ -163,16 +165,16 @@ class ComposeCluster(ClusterHandle):
     def discover(self) -> Topology:
         """Build the topology from the containers that carry this project's label."""
         nodes = []
-        for c in runtime.project_containers(self.project):
+        for c in docker.project_containers(self.project):
             labels = c.labels or {}
             role = labels.get(TP.ROLE, "")
             if role in (TP.HELPER,):
                 continue
-            port = runtime.published_port(c, 3306) if c.status == "running" else None
+            port = docker.published_port(c, 3306) if c.status == "running" else None
             prev = self.topology._by_name.get(labels.get(TP.NODE, "")) if self.topology else None
             if port is None and prev is not None:
                 port = prev.sql_port  # a stopped container keeps its node's port for reporting
-            n = Node.from_labels(c.name, c.id, labels, ip=runtime.container_ip(c) or (prev.ip if prev else None),
+            n = Node.from_labels(c.name, c.id, labels, ip=docker.container_ip(c) or (prev.ip if prev else None),
                                  sql_port=port, serves_sql=role in self.engine_sql_roles())
             if n.name in self.joined:  # a spare that joined a node group: a data node of it now
                 n.role, n.nodegroup = TP.DATA, self.joined[n.name]
@@ -185,7 +187,7 @@ class ComposeCluster(ClusterHandle):
     def container(self, node: Node | str):
         """The docker-py container of a node, refusing anything outside this project."""
         name = node.container if isinstance(node, Node) else node
-        return runtime.owned(name, self.project)
+        return docker.owned(name, self.project)
 
     # -- where network faults work: a helper container in the node's namespace -----------------
     def net_helper(self, node: Node, purpose: str = "fault"):
@@ -200,7 +202,7 @@ class ComposeCluster(ClusterHandle):
 
     def thaw_all(self) -> None:
         """Unpause every paused node of this project."""
-        for c in runtime.project_containers(self.project):
+        for c in docker.project_containers(self.project):
             if c.labels.get(TP.ROLE) == TP.HELPER:
                 continue
             if c.status == "paused":
@@ -251,9 +253,9 @@ def sweep(project: str | None = None) -> tuple[list[str], list[str]]:
     the bounded disks with their layers, loop devices and ballasts (``disks.release``)."""
     done, problems = holds.release(project)
     try:
-        containers = runtime.project_containers(project)
+        containers = docker.project_containers(project)
     except Exception as e:
-        return done, [*problems, f"the containers (Docker did not list them: {runtime.one_line(e)})"]
+        return done, [*problems, f"the containers (Docker did not list them: {docker.one_line(e)})"]
     for c in containers:
         why = _remove(c)
         if why is None:
@@ -261,25 +263,25 @@ def sweep(project: str | None = None) -> tuple[list[str], list[str]]:
         else:
             problems.append(f"container {c.name} ({why})")
     try:
-        networks = runtime.project_networks(project)
+        networks = docker.project_networks(project)
     except Exception as e:
         networks = []
-        problems.append(f"the networks (Docker did not list them: {runtime.one_line(e)})")
+        problems.append(f"the networks (Docker did not list them: {docker.one_line(e)})")
     for n in networks:
         try:
             n.remove()
             done.append(f"network {n.name}")
         except Exception as e:
             if "not found" not in str(e).lower():
-                problems.append(f"network {n.name} ({runtime.one_line(e)})")
-    # bounded disks (ndbchaos.disks): the project's, or those of every project with no container left
+                problems.append(f"network {n.name} ({docker.one_line(e)})")
+    # bounded disks (ndbchaos.runtimes.compose.disks): the project's, or those of every project with no container left
     if project is None:
         try:
-            alive = {c.labels.get(TP.PROJECT) for c in runtime.project_containers(None)}
+            alive = {c.labels.get(TP.PROJECT) for c in docker.project_containers(None)}
             names = [p for p in disks.projects() if p not in alive]
         except Exception as e:
             names = []
-            problems.append(f"the disks (Docker did not list the containers left: {runtime.one_line(e)})")
+            problems.append(f"the disks (Docker did not list the containers left: {docker.one_line(e)})")
     else:
         names = [project]
     for p in names:
@@ -300,7 +302,7 @@ def _remove(c) -> str | None:
         except Exception as e:
             if "No such container" in str(e):
                 return None
-            why = runtime.one_line(e)
+            why = docker.one_line(e)
         held = holds.stuck(holds.pid_of(c))
         if held:
             why = held

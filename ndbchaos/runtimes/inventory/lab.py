@@ -15,13 +15,13 @@ import subprocess
 import time
 from pathlib import Path
 
-from .. import runtime
-from .. import topology as TP
-from ..cluster import reap
-from ..engines.ndb import NdbEngine
-from ..errors import NdbChaosError
-from ..resources import BUILD, COMPOSE_DIR, LAB_INVENTORY
-from ..waiting import Deadline, wait_until
+from .. import docker
+from ... import topology as TP
+from ..compose.cluster import reap
+from ...engines.ndb import NdbEngine
+from ...errors import NdbChaosError
+from ...resources import BUILD, COMPOSE_DIR, LAB_INVENTORY
+from ...waiting import Deadline, wait_until
 from .cluster import InventoryCluster
 from .spec import load
 
@@ -52,12 +52,12 @@ def image() -> str:
     if r.returncode != 0 or not r.stdout.strip():
         raise NdbChaosError(f"the lab needs the NDB distribution (NDBCHAOS_NDB_DIST): {r.stderr.strip()[-200:]}")
     tag = r.stdout.strip()
-    if not runtime.image_present(tag):
+    if not docker.image_present(tag):
         try:  # debootstrap from the Debian mirror: about a minute here; a stuck mirror must not hang a run
             r = subprocess.run(["bash", str(BUILD), "ndbhost"], capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             raise NdbChaosError(f"building {tag} did not finish within {BUILD_TIMEOUT_S} s") from None
-        if r.returncode != 0 or not runtime.image_present(tag):
+        if r.returncode != 0 or not docker.image_present(tag):
             raise NdbChaosError(f"building {tag} failed: {(r.stderr or r.stdout).strip()[-300:]}")
     return tag
 
@@ -71,11 +71,11 @@ def compose_env() -> dict[str, str]:
 
 def up(inventory: str | Path = EXAMPLE, timeout: float = 600, say=print) -> InventoryCluster:
     """Hosts up, then the cluster on them over ssh; returns the attached, healthy cluster."""
-    runtime.docker_client()
+    docker.docker_client()
     t0 = time.monotonic()
     env = compose_env()
     say(f"lab: starting 8 hosts ({env['NDBCHAOS_NDBHOST_IMAGE']}, {SUBNET}.0/24)...")
-    runtime.compose(PROJECT, [COMPOSE], env, "up", "-d", "--pull", "never")
+    docker.compose(PROJECT, [COMPOSE], env, "up", "-d", "--pull", "never")
     inv = load(inventory)
     engine = NdbEngine()
     cluster = InventoryCluster(engine, inv)
@@ -117,9 +117,9 @@ def _answers(remote) -> bool:
 def down() -> list[str]:
     """Remove the hosts and their network; what was there (compose removes most of it, the
     framework's own reap whatever compose did not know)."""
-    runtime.docker_client()
-    there = [f"container {c.name}" for c in runtime.project_containers(PROJECT)] + \
-            [f"network {n.name}" for n in runtime.project_networks(PROJECT)]
-    runtime.compose(PROJECT, [COMPOSE], {"NDBCHAOS_PROJECT": PROJECT}, "down", "-v", "-t", "2", check=False)
+    docker.docker_client()
+    there = [f"container {c.name}" for c in docker.project_containers(PROJECT)] + \
+            [f"network {n.name}" for n in docker.project_networks(PROJECT)]
+    docker.compose(PROJECT, [COMPOSE], {"NDBCHAOS_PROJECT": PROJECT}, "down", "-v", "-t", "2", check=False)
     left = reap(PROJECT)
     return there + [x for x in left if x not in there]

@@ -15,10 +15,10 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-from . import topology as TP
-from .errors import BlastRadiusError, DockerUnavailable, NdbChaosError
-from .resources import tools_dir
-from .settings import current, inherited
+from .. import topology as TP
+from ..errors import BlastRadiusError, DockerUnavailable, NdbChaosError
+from ..resources import tools_dir
+from ..settings import current, inherited
 
 
 def docker_timeout_s() -> float:

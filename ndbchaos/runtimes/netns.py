@@ -24,7 +24,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from .. import runtime
+from . import docker
 from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError
 from ..resources import BUILD
@@ -55,12 +55,12 @@ _image_lock = threading.Lock()
 def ensure_tools_image() -> str:
     img = tools_image()
     with _image_lock:
-        if runtime.image_present(img):
+        if docker.image_present(img):
             return img
         if current().tools_image:
             raise NdbChaosError(f"image {img} is not present locally")
         r = subprocess.run(["bash", str(BUILD), "tools"], capture_output=True, text=True)
-        if r.returncode != 0 or not runtime.image_present(img):
+        if r.returncode != 0 or not docker.image_present(img):
             raise NdbChaosError(f"building {img} failed: {(r.stderr or r.stdout).strip()[-300:]}")
     return img
 
@@ -202,7 +202,7 @@ def read_netns(container, attempts: int = 5) -> tuple[int | None, str]:
     suspect). An answer that is a namespace is final, the host's included (the caller refuses it)."""
     code, ns = None, ""
     for i in range(attempts):
-        code, out = runtime.exec_in(container, ["readlink", "/proc/self/ns/net"], timeout=10)
+        code, out = docker.exec_in(container, ["readlink", "/proc/self/ns/net"], timeout=10)
         ns = out.strip()
         if NETNS.fullmatch(ns):
             break
@@ -221,7 +221,7 @@ class Helper:
     netns: str
 
     def exec(self, script: str, timeout: float = 30) -> tuple[int, str]:
-        return runtime.exec_in(self.container, ["sh", "-c", script], timeout=timeout)
+        return docker.exec_in(self.container, ["sh", "-c", script], timeout=timeout)
 
     def install(self, chain: str, script: str, timeout: float = 30) -> tuple[int, str]:
         """Add ``chain`` (``drop_rules_script``). Its namespace dies with the target, so it needs
@@ -234,7 +234,7 @@ class Helper:
     def current(self) -> bool:
         """Is the helper still in the target's *current* namespace (target not restarted)?"""
         try:
-            c = runtime.docker_client().containers.get(self.target_id)
+            c = docker.docker_client().containers.get(self.target_id)
         except Exception:
             return False
         st = c.attrs.get("State") or {}
@@ -259,7 +259,7 @@ def start_helper(cluster, node, purpose: str = "fault") -> Helper:
     if mode == "host":
         raise BlastRadiusError(f"refusing a network fault on {node.name}: it uses the host's network namespace")
     if mode.startswith("container:"):
-        runtime.owned(mode.split(":", 1)[1], cluster.project)  # the namespace owner must be ours too
+        docker.owned(mode.split(":", 1)[1], cluster.project)  # the namespace owner must be ours too
     st = target.attrs.get("State") or {}
     if not st.get("Running"):
         raise NdbChaosError(f"{node.name} is {st.get('Status', '?')}: no network namespace to work in")
@@ -270,7 +270,7 @@ def start_helper(cluster, node, purpose: str = "fault") -> Helper:
     if engine:
         labels[TP.ENGINE] = engine
     name = f"{cluster.project}-helper-{node.name}-{uuid.uuid4().hex[:6]}"
-    c = runtime.docker_client().containers.run(
+    c = docker.docker_client().containers.run(
         image, ["sleep", str(HELPER_TTL_S)], detach=True, name=name, labels=labels,
         network_mode=f"container:{target.id}", cap_add=["NET_ADMIN"], auto_remove=False,
     )
