@@ -32,7 +32,6 @@ from . import plans
 from .families import FAMILIES
 from .handle import ClusterHandle, ComposeProject
 from .recording import Run
-from .waiting import wait_until
 
 BASELINE_S = 5.0  # steady state before the fault: the throughput baseline
 HOLD_S = 8.0  # the fault stays in place this long after the engine reacted
@@ -151,7 +150,7 @@ def cycle(run: Run, fault, plan, hold_s: float, after_s: float) -> None:
         in_place = run.rec.mark("in_place", fault.window.applied_at or start)
         if in_place - start >= 1.0:
             run.rec.measure("fault applied", in_place - start, "s",
-                        note="applying the fault took this long (a graceful stop hands the node's work over first)")
+                            note="applying the fault took this long (a graceful stop hands the node's work over first)")
         _observe_reaction(run, plan, start, in_place)
         _wait_shut_down(run, plan, in_place)
         run.hold(hold_s)
@@ -164,7 +163,7 @@ def cycle(run: Run, fault, plan, hold_s: float, after_s: float) -> None:
         healthy = run.rec.mark("healthy", st.t if st is not None else None)
         if healthy is not None:
             run.rec.measure("recovery", healthy - heal, "s", bound=exp.recovery_bound_s,
-                        note=f"heal began ({exp.recovery}) -> every node healthy")
+                            note=f"heal began ({exp.recovery}) -> every node healthy")
             for name in plan.sql_nodes:  # judged by the verdict: served again within the bound
                 run.runner.wait_ok(name, after=healthy, timeout=exp.detection_bound_s + 1.0)
         run.hold(after_s)
@@ -197,13 +196,13 @@ def _observe_reaction(run: Run, plan, start: float, in_place: float) -> None:
         reacted = run.rec.mark("reacted", st.t if st is not None else None)
         if reacted is not None:
             run.rec.measure("detection", reacted - in_place, "s", bound=det,
-                        note="fault in place -> the survivors re-formed without the lost nodes (status poll)")
+                            note="fault in place -> the survivors re-formed without the lost nodes (status poll)")
         return
     stopped_at = wait_stopped_serving(run, plan.sql_nodes, start, det + margin(det))
     run.rec.mark("stopped_serving", stopped_at)
     if stopped_at is not None:
         run.rec.measure("stopped serving", stopped_at - start, "s", bound=det,
-                    note="fault -> last successful operation anywhere")
+                        note="fault -> last successful operation anywhere")
 
 
 def _wait_shut_down(run: Run, plan, in_place: float) -> None:
@@ -217,12 +216,12 @@ def _wait_shut_down(run: Run, plan, in_place: float) -> None:
     bound = float(plan.exp.details.get("decision_bound_s") or plan.exp.detection_bound_s)
     with run.rec.step(f"wait until {', '.join(shut)} shut down (bound {bound:.0f} s)"):
         left = in_place + bound + margin(bound) - run.clock.now()
-        down = wait_until(lambda: all(cluster.engine.process_stopped(cluster, cluster.topology.node(n))
-                                      for n in shut), max(left, 0.0), poll=0.2)
+        down = run.poll(lambda: all(cluster.engine.process_stopped(cluster, cluster.topology.node(n))
+                                    for n in shut), max(left, 0.0), poll=0.2)
         t = run.rec.mark("shut_down", run.clock.now() if down else None)
         if t is not None:
             run.rec.measure("shut down", t - in_place, "s", bound=bound,
-                        note=f"fault in place -> {', '.join(shut)} stopped by their own decision")
+                            note=f"fault in place -> {', '.join(shut)} stopped by their own decision")
 
 
 def wait_stopped_serving(run: Run, nodes, since: float, timeout: float, quiet: float = 1.5):
@@ -232,7 +231,7 @@ def wait_stopped_serving(run: Run, nodes, since: float, timeout: float, quiet: f
         last = max(max((run.runner.last_ok(n) for n in nodes), default=since), since)
         return (last,) if run.clock.now() - last >= quiet else None  # a tuple: 0.0 is a time
 
-    found = wait_until(stopped, timeout + quiet, poll=0.1)
+    found = run.poll(stopped, timeout + quiet, poll=0.1)
     return found[0] if found else None
 
 

@@ -13,6 +13,7 @@ cluster, the engine's reason, each scenario's terminal line).
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -36,6 +37,8 @@ from .report.terminal import scenario_line
 from .runtimes.docker import docker_available
 from .operations.driver import Operation, play as operate
 from .record import ScenarioId
+from .dryrun import scenario_plan, soak_plan
+from .killswitch import Guard, RunAborted
 from .scenario import ScenarioRun
 from .session import Session
 from .settings import Settings, current
@@ -92,6 +95,10 @@ def _inventory_cluster(request, state: Session) -> InventoryCluster:
     state.hold(cluster, reason)
     say(request.config, f"ndbchaos: engine {engine_name} ({reason}); run label {cluster.project}")
     try:
+        if state.dry_run:  # read-only: the hosts answer, the nodes are found; no client account, no wait
+            cluster.verify()
+            cluster.discover()
+            return cluster
         cluster.up()
     except UsageError as e:  # a bad inventory: one line, before any fault, and nothing else runs
         state.release()
@@ -110,6 +117,9 @@ def chaos_cluster(request, state: Session, settings: Settings):
         return
     require_docker()
     opt = request.config.getoption
+    if state.dry_run and not opt("--project"):
+        pytest.exit("ndbchaos: --dry-run resolves targets against a running cluster: give --project ID (one you "
+                    "kept with --keep-cluster) or --inventory FILE", returncode=2)
     try:
         engine_name, reason = resolve_engine(opt("--engine"))
     except NdbChaosError as e:
@@ -119,7 +129,7 @@ def chaos_cluster(request, state: Session, settings: Settings):
     if gate is not None:
         gate.engine = engine_name  # scenarios for other engines only are not expected of this session
     options = {"galera_data_nodes": opt("--galera-data-nodes"), "keep": opt("--keep-cluster"),
-               "seed": opt("--seed")}
+               "seed": state.seed}
     if settings.ndb_layout:  # the session's layout (--ndb-layout, --ndb-config or the environment's), given
         options["ndb_layout"] = settings.ndb_layout
     if opt("--data-disk"):
@@ -127,7 +137,7 @@ def chaos_cluster(request, state: Session, settings: Settings):
             options["data_disk_mb"] = parse_size_mb(opt("--data-disk"))
         except NdbChaosError as e:
             pytest.exit(f"ndbchaos: --data-disk: {e}", returncode=2)
-    if not opt("--no-toxiproxy"):
+    if not opt("--no-toxiproxy") and not state.dry_run:
         try:
             options = with_toxiproxy(options)  # client-path faults in the same session
         except NdbChaosError as e:
@@ -144,7 +154,9 @@ def chaos_cluster(request, state: Session, settings: Settings):
     state.hold(cluster, reason)
     say(request.config, f"ndbchaos: engine {engine_name} ({reason}); project {cluster.project}")
     try:
-        if opt("--project"):
+        if state.dry_run:  # read-only: the containers found, nothing waited for
+            cluster.discover()
+        elif opt("--project"):
             cluster.discover()
             cluster.wait_healthy(60)
         else:
@@ -157,7 +169,7 @@ def chaos_cluster(request, state: Session, settings: Settings):
 
 def teardown_cluster(config, state: Session) -> None:
     cluster: ClusterHandle | None = state.release()
-    if cluster is None:
+    if cluster is None or state.dry_run:  # a dry run leaves the cluster exactly as it found it
         return
     if not isinstance(cluster, ComposeProject):  # an inventory's: healed and left running, as healthy as found
         try:
@@ -175,8 +187,11 @@ def teardown_cluster(config, state: Session) -> None:
     cluster.down()
 
 
-def reset_for_test(chaos_cluster: ClusterHandle) -> ClusterHandle:
-    """The session cluster, healthy at the start of the test (the ``cluster`` fixture)."""
+def reset_for_test(chaos_cluster: ClusterHandle, state: Session) -> ClusterHandle:
+    """The session cluster, healthy at the start of the test (the ``cluster`` fixture); as it is,
+    in a dry run."""
+    if state.dry_run:
+        return chaos_cluster
     try:
         st = chaos_cluster.status()
         if not st.healthy or chaos_cluster.journal.open_faults():
@@ -186,16 +201,19 @@ def reset_for_test(chaos_cluster: ClusterHandle) -> ClusterHandle:
     return chaos_cluster
 
 
-def scenario_run(cluster: ClusterHandle, request):
+def scenario_run(cluster: ClusterHandle, request, state: Session):
     """Factory of ScenarioRun bound to the session cluster; every run is closed on every path out."""
     opt = request.config.getoption
     runs = []
 
     def make(workload: str = "ledger", **kw) -> ScenarioRun:
+        if state.dry_run:
+            raise UsageError("a dry run makes no run: its plans come from the declarations (ndbchaos.dryrun)")
         kw.setdefault("processes", opt("--load-processes"))
         kw.setdefault("connections", opt("--load-connections"))
         kw.setdefault("seed", opt("--seed"))
         kw.setdefault("listeners", (report.AllureSteps(),))  # the run's steps as Allure steps
+        kw.setdefault("guard", Guard(state.abort_when) if state.kill_switch else None)  # the kill switch
         run = ScenarioRun(cluster, workload, **kw)
         report.title(run.title)
         runs.append(run)
@@ -220,6 +238,11 @@ def play(cluster: ClusterHandle, scenario_run, request, state: Session):
         why_not = sc.why_not_on(cluster)
         if why_not:
             pytest.skip(why_not)
+        if state.dry_run:
+            shape = f"{sc.clients} processes x 1 connection" if sc.clients is not None else \
+                f"{request.config.getoption('--load-processes')} processes x " \
+                f"{request.config.getoption('--load-connections')} connections"
+            _dry(request, lambda seed: scenario_plan(sc, cluster, seed, f" ({shape})", state.abort_when), state)
         client = None
         if sc.failover:
             client = ClientOptions(failover=True)
@@ -231,6 +254,8 @@ def play(cluster: ClusterHandle, scenario_run, request, state: Session):
             res = operate(run, sc) if isinstance(sc, Operation) else drive(run, sc)
         except UsageError as e:  # bad input to a declaration: one line, nothing was started
             pytest.fail(f"{sc.name}: {e}", pytrace=False)
+        except RunAborted as e:
+            _aborted(request, cluster, run, sc.name, e)
         return _judged(request, cluster, res, run, state)
     return _play
 
@@ -246,13 +271,45 @@ def soak(cluster: ClusterHandle, scenario_run, request, state: Session):
             if in_ci():
                 pytest.fail(f"{sk.name}: a soak under CI=true must play: {e}", pytrace=False)
             pytest.skip(str(e))
+        duration = request.config.getoption("--soak-duration") or SOAK_S
+        if state.dry_run:
+            _dry(request, lambda seed: soak_plan(sk, cluster, seed, duration, "", state.abort_when), state)
         # the clients' route as the menu needs it here (a client-path fault reaches only clients
         # that go through the proxies): the same decision play_soak checks and schedules from
         run = scenario_run(sk.workload, title=sk.title, via_proxy=menu.via_proxy,
                            scenario=_scenario_id(request, sk.name, "soak"))
-        duration = request.config.getoption("--soak-duration") or SOAK_S
-        return _judged(request, cluster, play_soak(run, sk, duration), run, state)
+        try:
+            res = play_soak(run, sk, duration)
+        except RunAborted as e:  # a soak stops at its first abort
+            _aborted(request, cluster, run, sk.name, e)
+        return _judged(request, cluster, res, run, state)
     return _soak
+
+
+def _dry(request, plan, state: Session) -> None:
+    """A dry run's scenario: its plan printed (``plan(seed)``: its lines), then skipped."""
+    lines = plan(state.seed)
+    say(request.config, "\n".join(["ndbchaos dry run: " + lines[0], *lines[1:]]))
+    pytest.skip(f"dry run: nothing was done ({lines[0].split(':')[0]}; --seed {state.seed} plays this plan)")
+
+
+def _aborted(request, cluster: ClusterHandle, run, name: str, e: RunAborted) -> None:
+    """The kill switch stopped the run: its faults healed and its evidence attached, the cluster
+    reset (every node healthy), then the scenario failed in one line with why and how long the
+    heal took."""
+    t0 = time.monotonic()
+    incomplete = run.close()
+    if incomplete is not None:
+        try:
+            report.attach_incomplete(incomplete)
+        except Exception as x:  # evidence is best effort on a failed run
+            say(request.config, f"ndbchaos: attaching the evidence of the aborted run failed: {x}")
+    try:
+        cluster.reset()
+        healed = f"healed in {time.monotonic() - t0:.1f} s"
+    except NdbChaosError as x:
+        healed = f"NOT healed after {time.monotonic() - t0:.1f} s: {x}"
+    pytest.fail(f"{name}: kill switch: {e}; {healed}", pytrace=False)
 
 
 def _scenario_id(request, name: str, family: str) -> ScenarioId:

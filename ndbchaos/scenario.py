@@ -27,17 +27,19 @@ from __future__ import annotations
 
 import logging
 import random
-import time
+import threading
 
 from .runtimes import docker
 from .checks import check_run
 from .errors import ClusterNotReady
 from .faults import toxiproxy
+from .killswitch import Guard, RunAborted
 from .observer import Observer
 from .outcome import Incomplete, Result
 from .record import RunRecord, ScenarioId
 from .recording import Recorder
 from .workload import get_workload
+from .waiting import wait_until
 from .workload.runner import ClientOptions, Endpoint, WorkloadRunner
 
 log = logging.getLogger("ndbchaos")
@@ -49,7 +51,7 @@ class ScenarioRun:
     def __init__(self, cluster, workload: str = "ledger", workload_params: dict | None = None,
                  processes: int = 2, connections: int = 2, client: ClientOptions | None = None,
                  seed: int | None = None, title: str = "", via_proxy: bool = False,
-                 scenario: ScenarioId | None = None, listeners: tuple = ()):
+                 scenario: ScenarioId | None = None, listeners: tuple = (), guard: Guard | None = None):
         self.cluster = cluster
         self.clock = cluster.clock
         self.seed = seed if seed is not None else random.randrange(1 << 30)
@@ -69,7 +71,11 @@ class ScenarioRun:
         else:
             self.endpoints = [Endpoint(n.name, n.sql_port, n.sql_host) for n in cluster.topology.sql_nodes]
         self.runner = WorkloadRunner(self.workload, self.endpoints, self.clock, processes, connections, self.client)
-        self.observer = Observer(cluster)
+        self.guard = guard  # the kill switch (None: off); the reason once it fired
+        self.aborted: str | None = None
+        self._abort = threading.Event()
+        self._served_since: float | None = None
+        self.observer = Observer(cluster, on_sample=self._watch if guard is not None else None)
         self.t0 = self.clock.now()
         self.rec = Recorder(self.clock, lambda since: [w.to_dict() for w in cluster.journal.windows(since=since)],
                             listeners)
@@ -81,6 +87,7 @@ class ScenarioRun:
         self.status_before = None
         self.result: Result | None = None
         self._load_running = False
+        self._closed = False
 
     # -- load ---------------------------------------------------------------------------------
     def start_load(self) -> None:
@@ -98,9 +105,37 @@ class ScenarioRun:
             for e in self.endpoints:
                 if self.runner.wait_ok(e.node, t - 1e9, 30) is None:
                     raise ClusterNotReady(f"no successful operation on {e.node} within 30 s of starting the load")
+            self._served_since = self.clock.now()
 
     def hold(self, seconds: float) -> None:
-        time.sleep(seconds)
+        """Let the run go on for ``seconds``; RunAborted at once when the kill switch fires."""
+        if self._abort.wait(seconds):
+            raise RunAborted(self.aborted)
+
+    def poll(self, predicate, timeout: float, poll: float = 0.1):
+        """``wait_until(predicate, timeout, poll)``, stopped by the kill switch (RunAborted)."""
+        def checked():
+            if self._abort.is_set():
+                raise RunAborted(self.aborted)
+            return predicate()
+        return wait_until(checked, timeout, poll)
+
+    def _watch(self, st) -> None:
+        """Each status sample (the observer's thread): the kill switch's check against the plan
+        in force, from the first fault window of its scope (the baseline plans nothing down)."""
+        if self._served_since is None or self._abort.is_set():
+            return
+        windows = self.cluster.journal.windows(since=self.rec.scope_began)
+        plan = self.rec.plan if windows else None
+        topo = self.cluster.topology
+        groups = {n.name: n.nodegroup for n in topo.data_nodes} if self.cluster.engine.name == "ndb" else {}
+        why = self.guard.check(st, plan, {t for w in windows for t in w.targets}, self.runner.last_ok,
+                               [e.node for e in self.endpoints], groups, self._served_since)
+        if why is not None:
+            self.aborted = f"at {st.t:.1f} s: {why}"
+            log.warning("kill switch: %s", self.aborted)
+            self.cluster.note("kill_switch", reason=why)
+            self._abort.set()
 
     # -- faults -------------------------------------------------------------------------------
     def inject(self, fault):
@@ -129,8 +164,12 @@ class ScenarioRun:
         """Wait until the cluster status satisfies ``predicate``; (status, seconds), or
         (None, None) when it did not within ``timeout`` (the verdict judges, not this wait)."""
         with self.rec.step(f"wait for {what} (up to {timeout:.0f} s)"):
+            def checked(st):
+                if self._abort.is_set():
+                    raise RunAborted(self.aborted)
+                return predicate(st)
             try:
-                return self.cluster.wait_for(predicate, timeout, what=what)
+                return self.cluster.wait_for(checked, timeout, what=what)
             except ClusterNotReady as e:
                 log.warning("%s", e)
                 return None, None
@@ -176,7 +215,10 @@ class ScenarioRun:
     def close(self) -> Incomplete | None:
         """Every path out: stop the load and the observer, heal what is open. A run that did not
         reach ``finish()`` returns its evidence so far (the record, and the history when the
-        load ran), for the report."""
+        load ran), for the report. A second call does nothing."""
+        if self._closed:
+            return None
+        self._closed = True
         history = None
         if self._load_running:
             try:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .killswitch import Condition
+
 
 @dataclass
 class Session:
@@ -15,6 +17,10 @@ class Session:
     last_cluster: object | None = None  # the last one, for the report's environment after teardown
     engine_reason: str = ""  # why its engine (--engine auto: what was found)
     lines: dict[str, str] = field(default_factory=dict)  # node id -> the scenario's line, until printed
+    dry_run: bool = False  # --dry-run: plans printed, nothing touched
+    seed: int | None = None  # the session's seed (--seed; a dry run draws one when none is given)
+    kill_switch: bool = True  # --no-kill-switch turns it off
+    abort_when: tuple[Condition, ...] = ()  # --abort-when conditions
 
     def hold(self, cluster, reason: str) -> None:
         """The session's cluster is ``cluster``, its engine chosen for ``reason``."""

@@ -158,10 +158,10 @@ def play_soak(run: Run, soak: Soak, duration_s: float):
     steps = schedule(soak, run.seed, cluster)
     played: list[dict] = []
     run.rec.declare_soak({"name": soak.name, "duration_s": duration_s, "seed": run.seed, "menu": sorted(menu),
-                      "left_out": [{"scenario": x.scenario, "why": x.why} for x in on.left_out],
-                      "via_proxy": on.via_proxy, "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s)})
-    run.rec.measure("clients", on.route, note="through the proxies when a fault of the menu acts on the clients' path "
-                "(it reaches only clients that go through them)")
+                          "left_out": [{"scenario": x.scenario, "why": x.why} for x in on.left_out],
+                          "via_proxy": on.via_proxy, "pause_s": list(soak.pause_s), "hold_s": list(soak.hold_s)})
+    run.rec.measure("clients", on.route, note="through the proxies when a fault of the menu acts on the clients' "
+                    "path (it reaches only clients that go through them)")
     if on.left_out:
         run.rec.measure("left out of the menu", len(on.left_out), note="; ".join(x.why for x in on.left_out))
     probe = MemoryProbe(run.clock, run.runner.worker_pids)
@@ -194,7 +194,7 @@ def play_soak(run: Run, soak: Soak, duration_s: float):
     if growth is not None:
         run.rec.measure("controller memory after the first minute", growth["first_mb"], "MB")
         run.rec.measure("controller memory at the end", growth["last_mb"], "MB",
-                    note=f"{growth['growth_pct']:+.1f} % from {growth['at_s']:.0f} s into the run")
+                        note=f"{growth['growth_pct']:+.1f} % from {growth['at_s']:.0f} s into the run")
     return run.finish()
 
 

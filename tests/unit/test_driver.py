@@ -11,6 +11,7 @@ import pytest
 from ndbchaos import driver
 from ndbchaos.vocabulary import ClusterStatus, Expectation
 from ndbchaos.recording import Recorder
+from ndbchaos.waiting import wait_until
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import DATA, SQL, Node, Topology
 
@@ -46,6 +47,7 @@ def _run(exp: Expectation, status_t=103.0):
     run.wait_status.return_value = (st, 1.0)
     run.wait_healthy.return_value = (st, 5.0)
     run.runner = mock.Mock()
+    run.poll.side_effect = wait_until  # the player's wait, without its kill switch
     run.runner.last_ok.return_value = 102.0
     run.finish.return_value = "result"
     return run

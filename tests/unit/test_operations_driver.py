@@ -17,6 +17,7 @@ from ndbchaos.errors import UsageError
 from ndbchaos.operations import Outcome, Procedure, Step, StepFailed
 from ndbchaos.operations import driver as ops
 from ndbchaos.recording import Recorder
+from ndbchaos.waiting import wait_until
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import DATA, SQL, Node, Topology
 
@@ -49,6 +50,7 @@ def _run():
     run.wait_status.return_value = (st, 1.0)
     run.wait_healthy.return_value = (st, 5.0)
     run.runner = mock.Mock()
+    run.poll.side_effect = wait_until  # the player's wait, without its kill switch
     run.finish.return_value = "result"
     return run
 

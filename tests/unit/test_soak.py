@@ -15,6 +15,7 @@ from ndbchaos.errors import UsageError
 from ndbchaos.handle import ComposeProject
 from ndbchaos.history import ErrorInfo, History
 from ndbchaos.recording import Recorder
+from ndbchaos.waiting import wait_until
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import ARBITRATOR, DATA, PROXY, SQL, Node, Topology
 
@@ -156,6 +157,7 @@ def _run(duration_clock):
     run.wait_status.return_value = (st, 1.0)
     run.wait_healthy.return_value = (st, 5.0)
     run.runner = mock.Mock()
+    run.poll.side_effect = wait_until  # the player's wait, without its kill switch
     run.runner.worker_pids.return_value = []
     run.runner.last_ok.return_value = 102.0
     run.finish.return_value = "result"
