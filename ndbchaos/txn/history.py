@@ -30,7 +30,6 @@ from typing import Iterable, Iterator
 from ..history import History, HistoryFormatError
 from ..history.columnar import MAGIC as COLUMNAR_MAGIC
 from ..history.interchange import without_gc
-from .edn import EdnError, dumps_op, loads_all, op_from_edn
 from .mops import TxnFormatError, _fast_mops, _mops, _short, _valid_mops
 
 try:
@@ -258,6 +257,7 @@ class TxnHistory:
             if p.endswith(".json"):
                 fh.write("[\n" + ",\n".join(json.dumps(ev) for ev in events) + "\n]\n")
             elif p.endswith(".edn"):
+                from .edn import dumps_op
                 for ev in events:
                     fh.write(dumps_op(ev) + "\n")
             else:
@@ -411,6 +411,7 @@ def _json_error_line(data: bytes, e: Exception) -> int:
 
 
 def _edn_events(data: bytes, name: str) -> list:
+    from .edn import EdnError, loads_all, op_from_edn  # the EDN reader, for an EDN file only
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -74,7 +74,6 @@ from .anomaly import Anomaly
 from .history import TxnHistory
 from .weak_history import (CAUSALITY, FORBIDDEN, FRACTURED, INIT, LEVELS, NO_WRITER, NON_MONOTONIC,
                            NON_REPEATABLE, NOT_LAST, NOT_OWN, History)
-from .weak_saturation import Saturation
 
 #: each level's model name (models.py)
 MODEL = {"RC": "read-committed-biswas-enea", "RA": "read-atomic", "CC": "causal-cerone"}
@@ -143,6 +142,7 @@ def check(h: TxnHistory, model: str = "rw-register", levels=LEVELS, max_cases: i
         if hist.stopped is not None:
             return WeakResult({lv: "unknown" for lv in levels}, {hist.stopped.type: [hist.stopped]},
                               time.monotonic() - t0)
+        from .weak_saturation import Saturation  # imported when a level is asked
         valid, found, stats = Saturation(hist, levels, max_cases).run()
     return WeakResult(valid, found, time.monotonic() - t0, stats)
 
