@@ -12,8 +12,7 @@ written by the reference's own code, and the transactions that touch a key twice
 future reads, lost updates) go through it whole. ``tests/unit/test_txn_list_append_fast.py``
 holds the two to the same anomalies, edges and verdicts on generated and recorded histories.
 
-Pairs (key, element) are coded as one int64: the key's offset in the keys' range times the
-values' span, plus the element's offset (0 stands for the empty list, before any element).
+Pairs (key, element) are coded as one int64 (``pairs``).
 """
 
 from __future__ import annotations
@@ -25,94 +24,7 @@ import numpy as np
 from .anomaly import Analysis
 from .graph import RW, WR, WW, DepGraph
 from .history import FAIL, OK, TxnHistory
-
-
-def _ints(xs: list) -> np.ndarray | None:
-    """xs as int64, or None when any is not an int (bool included) or does not fit."""
-    if xs and set(map(type, xs)) != {int}:
-        return None
-    try:
-        return np.fromiter(xs, dtype=np.int64, count=len(xs))
-    except OverflowError:
-        return None
-
-
-class _Coder:
-    """(key, element) pairs as one int64 each; element None (``init``) for the empty list."""
-
-    def __init__(self, keys: np.ndarray, values: np.ndarray):
-        self.kmin = int(keys.min()) if len(keys) else 0
-        kspan = (int(keys.max()) if len(keys) else 0) - self.kmin + 1
-        self.vmin = int(values.min()) if len(values) else 0
-        self.vspan = (int(values.max()) if len(values) else 0) - self.vmin + 2  # + the empty list
-        self.space = kspan * self.vspan
-        self.fits = self.space < 1 << 62
-
-    def code(self, k: np.ndarray, v: np.ndarray | None) -> np.ndarray:
-        base = (k - self.kmin) * self.vspan
-        return base if v is None else base + (v - (self.vmin - 1))
-
-    def value(self, c: np.ndarray) -> np.ndarray:
-        return c % self.vspan + (self.vmin - 1)
-
-
-class _Sorted:
-    """Codes (int64) found by binary search: the row each came from, the rows of each."""
-
-    def __init__(self, codes: np.ndarray):
-        self.order = np.argsort(codes, kind="stable")
-        self.codes = codes[self.order]
-
-    def repeated(self) -> bool:
-        return bool(len(self.codes) > 1 and (self.codes[1:] == self.codes[:-1]).any())
-
-    def find(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row of the first equal value, found) for each of c."""
-        if not len(self.codes):
-            return np.zeros(len(c), dtype=np.int64), np.zeros(len(c), dtype=bool)
-        i = np.searchsorted(self.codes, c)
-        i[i == len(self.codes)] = 0
-        return self.order[i], self.codes[i] == c
-
-    def ranges(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Where the rows of each of c lie in ``order``."""
-        return np.searchsorted(self.codes, c, side="left"), np.searchsorted(self.codes, c, side="right")
-
-
-class _Table:
-    """The same as ``_Sorted`` for codes in a small space: tables indexed by code."""
-
-    def __init__(self, codes: np.ndarray, space: int):
-        self.count = np.bincount(codes, minlength=space)
-        self.row = np.full(space, -1, dtype=np.int32 if len(codes) < 1 << 31 else np.int64)
-        self.row[codes] = np.arange(len(codes), dtype=self.row.dtype)
-        self._codes, self._order, self._start = codes, None, None
-
-    def repeated(self) -> bool:
-        return bool((self.count > 1).any())
-
-    def find(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        row = self.row[c]
-        hit = row >= 0
-        return np.where(hit, row, 0).astype(np.int64), hit
-
-    @property
-    def order(self) -> np.ndarray:
-        if self._order is None:
-            self._order = np.argsort(self._codes, kind="stable")
-        return self._order
-
-    def ranges(self, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if self._start is None:
-            self._start = np.cumsum(self.count) - self.count
-        lo = self._start[c]
-        return lo, lo + self.count[c]
-
-
-#: codes go in tables (``_Table``: 12 bytes per code of the space) while their space is at most
-#: this many per micro-op, plus a constant; beyond, they are sorted and searched (``_Sorted``)
-_TABLE_PER_MOP = 2
-_TABLE_MIN = 1 << 20
+from .pairs import Coder, ints, lookups
 
 
 def analyze(h: TxnHistory, finish) -> Analysis | None:
@@ -128,13 +40,13 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     fs = [m[0] for m in mops]
     if not set(fs) <= {"append", "r"}:
         return None
-    ks = _ints([m[1] for m in mops])
+    ks = ints([m[1] for m in mops])
     if ks is None:
         return None
     is_app = np.fromiter(map("append".__eq__, fs), dtype=bool, count=len(fs))
     mt = np.repeat(np.arange(n, dtype=np.int64), lens)  # each micro-op's transaction
     vs = [m[2] for m in mops]
-    av = _ints(list(compress(vs, is_app.tolist())))
+    av = ints(list(compress(vs, is_app.tolist())))
     if av is None:
         return None
     ok_read = ~is_app & (types[mt] == OK)  # committed reads: an info transaction's are unknown
@@ -146,22 +58,19 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     if type(None) in vtypes:
         rv = [() if v is None else v for v in rv]
     rlen = np.fromiter(map(len, rv), dtype=np.int64, count=len(rv))
-    elems = _ints(list(chain.from_iterable(rv)))
+    elems = ints(list(chain.from_iterable(rv)))
     if elems is None:
         return None
     app_pos = np.flatnonzero(is_app)
     a_t, a_k = mt[app_pos], ks[app_pos]
     read_pos = np.flatnonzero(ok_read)
     r_t, r_k = mt[read_pos], ks[read_pos]
-    coder = _Coder(ks, np.concatenate([av, elems]))
+    coder = Coder(ks, np.concatenate([av, elems]))
     if not coder.fits:
         return None
 
     # -- who appended what: every completed transaction's appends, each value once per key
-    dense = coder.space <= _TABLE_PER_MOP * len(mops) + _TABLE_MIN
-
-    def lookup(codes):
-        return _Table(codes, coder.space) if dense else _Sorted(codes)
+    lookup = lookups(coder, len(mops))
     a_code = coder.code(a_k, av)
     writers = lookup(a_code)
     if writers.repeated():
@@ -250,12 +159,12 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     # -- what the reference writes: reads of a failed append (G1a) or of an intermediate one
     # (G1b), keys whose order holds a failed append (dirty updates), transactions touching a key
     # twice
+    o_at = np.arange(len(o_code), dtype=np.int64) - np.repeat(o_start, o_len)  # place in its key's order
     o_failed = types[o_writer] == FAIL
     g1a = np.zeros(len(rv), dtype=bool)
     if o_failed.any():  # a read holds a failed append when it reaches past the first in its key's order
-        at = np.arange(len(o_code), dtype=np.int64) - np.repeat(o_start, o_len)
         first_failed = np.full(len(o_keys), np.iinfo(np.int64).max)
-        np.minimum.at(first_failed, np.searchsorted(o_keys, o_key[o_failed]), at[o_failed])
+        np.minimum.at(first_failed, np.searchsorted(o_keys, o_key[o_failed]), o_at[o_failed])
         g1a[ne] = rlen[ne] > first_failed[grp[ne]]
     a_order = np.lexsort((a_k, a_t))  # appends by transaction and key, in micro-op order
     again = np.zeros(len(a_t), dtype=bool)  # an append followed by another of its txn to its key
@@ -263,7 +172,6 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     again[a_order[:-1][same]] = True
     g1b = np.zeros(len(rv), dtype=bool)
     g1b[ne] = again[w_row] & (w != r_t[ne]) & (w >= 0)
-    o_at = np.arange(len(o_code), dtype=np.int64) - np.repeat(o_start, o_len)  # place in its key's order
     a_at = np.full(len(a_code), -1, dtype=np.int64)  # each append's place in its key's order (-1: unread)
     if len(o_code):
         row, hit = ordered.find(a_code)
@@ -291,9 +199,9 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
         @staticmethod
         def writer(k, v):
             """The transaction that appended v to k, or None."""
-            if type(k) is not int or type(v) is not int:
+            c = coder.one(k, v)
+            if c is None:
                 return None
-            c = coder.code(np.array([k], dtype=np.int64), np.array([v], dtype=np.int64))
             t, _ = writer_of(c)
             return None if t[0] < 0 else int(t[0])
 
@@ -304,17 +212,19 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
 
         @staticmethod
         def intermediate_writer(k, v):
-            t = Index.writer(k, v)
-            if t is None:
+            c = coder.one(k, v)
+            if c is None:
                 return None
-            _, row = writer_of(coder.code(np.array([k], dtype=np.int64), np.array([v], dtype=np.int64)))
-            return t if again[row[0]] else None
+            t, row = writer_of(c)
+            return int(t[0]) if t[0] >= 0 and again[row[0]] else None
 
         @staticmethod
         def previous(k, v):
             """The element before v in k's order (None: the empty list), or k's highest element
             for a v nobody read."""
-            c = coder.code(np.array([k], dtype=np.int64), np.array([v], dtype=np.int64))
+            c = coder.one(k, v)
+            if c is None:
+                return None
             row, hit = ordered.find(c)
             if hit[0]:
                 p = o_prev[row[0]]
@@ -324,13 +234,14 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
                     p = o_top[g]
                 else:
                     return None
-            return None if p == coder.code(np.array([k]), None)[0] else int(coder.value(np.array([p]))[0])
+            return None if p == coder.one(k, None)[0] else int(coder.value(np.array([p]))[0])
 
         @staticmethod
         def readers(k, last):
             """The committed reads' transactions whose read of k ends at last (None: empty)."""
-            kk = np.array([k], dtype=np.int64)
-            c = coder.code(kk, None if last is None else np.array([last], dtype=np.int64))
+            c = coder.one(k, last)
+            if c is None:
+                return []
             lo, hi = readers.ranges(c)
             return r_t[readers.order[lo[0]:hi[0]]].tolist()
 

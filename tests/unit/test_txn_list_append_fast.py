@@ -128,21 +128,21 @@ def test_the_generated_histories_hold_every_case():
 @pytest.mark.parametrize("seed", range(12))
 def test_codes_searched_instead_of_tabled_give_the_same(seed, monkeypatch):
     """Pairs whose codes span too much for tables are sorted and searched: the same inference."""
-    from ndbchaos.txn import list_append_fast
-    monkeypatch.setattr(list_append_fast, "_TABLE_PER_MOP", 0)
-    monkeypatch.setattr(list_append_fast, "_TABLE_MIN", 0)
+    from ndbchaos.txn import pairs
+    monkeypatch.setattr(pairs, "TABLE_PER_MOP", 0)
+    monkeypatch.setattr(pairs, "TABLE_MIN", 0)
     h = generated(seed + 100, n=200, keys=[2, 6, 30][seed % 3])
     assert taken(h)
     same_as_reference(h, monkeypatch)
 
 
-def test_values_too_far_apart_to_code_go_to_the_reference(monkeypatch):
-    big = 1 << 62
+@pytest.mark.parametrize("low,high", [(-(1 << 62), 1 << 62), (-(1 << 63), -(1 << 63) + 1)])
+def test_values_too_far_apart_to_code_go_to_the_reference(monkeypatch, low, high):
     events = []
     for i, (p, typ, value) in enumerate([
-            (0, "invoke", [["append", 1, -big]]), (0, "ok", [["append", 1, -big]]),
-            (1, "invoke", [["append", 1, big]]), (1, "ok", [["append", 1, big]]),
-            (2, "invoke", [["r", 1, None]]), (2, "ok", [["r", 1, [-big, big]]])]):
+            (0, "invoke", [["append", 1, low]]), (0, "ok", [["append", 1, low]]),
+            (1, "invoke", [["append", 1, high]]), (1, "ok", [["append", 1, high]]),
+            (2, "invoke", [["r", 1, None]]), (2, "ok", [["r", 1, [low, high]]])]):
         events.append({"index": i, "process": p, "type": typ, "value": value})
     h = TxnHistory.from_events(events)
     assert not taken(h)
@@ -189,3 +189,16 @@ def test_adya_histories(tmp_path, isolation, monkeypatch):
     # reference names them
     assert taken(h) == (isolation in ("serializable", "snapshot-isolation", "read-committed"))
     same_as_reference(h, monkeypatch)
+
+
+def test_lookups_of_pairs_the_history_does_not_hold_find_nothing():
+    """A pair outside the coded ranges must not alias another pair's code."""
+    h = generated(3, n=60, keys=4)
+    ix = analyze_fast(h, lambda graph, index: index)
+    ref = list_append.analyze_reference(h)
+    assert ix is not None and ref is not None
+    k = next(k for t in h.txns for f, k, v in t.mops if f == "append")
+    for key, value in [(k, 10 ** 9), (k, -(10 ** 9)), (10 ** 9, 1), (-(10 ** 9), 1), (k, "1"), (True, 1)]:
+        assert ix.writer(key, value) is None
+        assert ix.intermediate_writer(key, value) is None
+        assert ix.readers(key, value) == []
