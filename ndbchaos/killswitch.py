@@ -19,9 +19,9 @@ reason (docs/staging.md).
 
 User conditions (``--abort-when``, repeatable), each ``NAME[:NODE] OP NUMBER``:
 
-    down > N             more than N nodes unhealthy, planned or not
-    unplanned > N        more than N nodes unhealthy that the plan did not touch (built in: > 0)
-    groups_lost > N      more than N NDB node groups with no healthy data node
+    down > N             more than N nodes failed (down, not answering, out of the cluster), planned or not
+    unplanned > N        more than N nodes failed that the plan did not touch (built in: > 0)
+    groups_lost > N      more than N NDB node groups with every data node failed
     no_success > S       no successful operation on any SQL node for more than S seconds
     no_success:NODE > S  none on SQL node NODE for more than S seconds
 """
@@ -125,20 +125,22 @@ class Guard:
     since: dict[str, float] = field(default_factory=dict)
 
     def check(self, status, plan, targets, last_ok, sql_nodes, groups: dict[str, int | None],
-              served_since: float) -> str | None:
+              served_since: float, failed=lambda node: not node.healthy) -> str | None:
         """The reason to abort now, or None. ``status``: a ClusterStatus; ``plan``: the plan in
         force (None in a baseline or a pause); ``targets``: the nodes the open and recent fault
         windows name; ``last_ok(node)``: the run time of the last success on an SQL node;
         ``groups``: each data node's node group (NDB; None elsewhere); ``served_since``: when the
-        load was serving (a quiet SQL node counts from then)."""
+        load was serving (a quiet SQL node counts from then); ``failed(node_status)``: whether a
+        node itself has failed, the engine's word (``Engine.node_failed``: not merely short of a
+        member around it)."""
         t = status.t
         allow = Allowance.of(plan, targets)
-        down = sorted(n.node for n in status.nodes if not n.healthy)
+        down = sorted(n.node for n in status.nodes if failed(n))
         unplanned = [] if allow.everything else [n for n in down if n not in allow.nodes]
         lost = _groups_lost(groups, set(down))
         found: dict[str, str] = {}
         if unplanned:
-            found["unplanned"] = (f"{', '.join(unplanned)} not healthy, which the plan did not touch "
+            found["unplanned"] = (f"{', '.join(unplanned)} failed, which the plan did not touch "
                                   f"({_states(status, unplanned)})")
         if lost and not allow.everything and not set(n for g in lost for n in _members(groups, g)) <= allow.nodes:
             found["groups_lost"] = f"node group {', '.join(map(str, lost))} lost, which the plan did not lose"

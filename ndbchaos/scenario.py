@@ -130,7 +130,8 @@ class ScenarioRun:
         topo = self.cluster.topology
         groups = {n.name: n.nodegroup for n in topo.data_nodes} if self.cluster.engine.name == "ndb" else {}
         why = self.guard.check(st, plan, {t for w in windows for t in w.targets}, self.runner.last_ok,
-                               [e.node for e in self.endpoints], groups, self._served_since)
+                               [e.node for e in self.endpoints], groups, self._served_since,
+                               self.cluster.engine.node_failed)
         if why is not None:
             self.aborted = f"at {st.t:.1f} s: {why}"
             log.warning("kill switch: %s", self.aborted)

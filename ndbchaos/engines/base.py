@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from ..runtimes import docker
 from ..events import parse_lines, time_to_epoch
 from ..sqlconn import connect, error_fields
-from ..vocabulary import ClusterStatus, Expectation, TxnModels
+from ..vocabulary import ClusterStatus, Expectation, NodeStatus, TxnModels
 
 if TYPE_CHECKING:  # pragma: no cover (an engine acts on the runtimes' handles; they type it with their own protocols)
     from ..runtimes.compose.cluster import ComposeCluster
@@ -172,6 +172,12 @@ class Engine:
         """True when the cluster has excluded the ``lost`` nodes and every surviving data node is
         serving again: the engine's reaction to a node loss that it survives."""
         raise NotImplementedError
+
+    def node_failed(self, node: NodeStatus) -> bool:
+        """Has this node itself failed (its process down, not answering, out of the cluster)?
+        Not the same as not healthy, which may say only that the cluster around it is short of a
+        member (the kill switch asks this: ndbchaos.killswitch). Default: not healthy."""
+        return not node.healthy
 
     # -- faults and recovery ----------------------------------------------------------------
     def expectation(self, family: str, cluster: "ClusterHandle", **kw) -> Expectation:

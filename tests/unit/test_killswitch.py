@@ -55,13 +55,13 @@ def test_a_node_the_plan_did_not_touch_aborts_once_it_stayed_down_for_the_grace(
     assert _check(g, 11.0 + GRACE_S / 2, down=("data1",), plan=plan, targets={"data1"}) is None  # it came back
     assert _check(g, 12.0 + GRACE_S / 2, down=("data1", "data3"), plan=plan) is None  # the grace starts again
     why = _check(g, 12.0 + 1.5 * GRACE_S, down=("data1", "data3"), plan=plan)
-    assert why is not None and "data3 not healthy, which the plan did not touch (data3: not started)" in why
+    assert why is not None and "data3 failed, which the plan did not touch (data3: not started)" in why
 
 
 def test_a_whole_node_group_the_plan_keeps_is_said_lost():
     g = Guard(grace_s=0.0)
     why = _check(g, 5.0, down=("data3", "data4"), plan=_plan(lost=("data3",)), targets={"data3"})
-    assert "data4 not healthy" in why or "node group 1 lost" in why
+    assert "data4 failed" in why or "node group 1 lost" in why
     g = Guard(grace_s=0.0, conditions=parse_conditions(["groups_lost > 0"]))
     # a plan that loses the group: nothing unplanned, but the user's own condition stops it
     why = _check(g, 5.0, down=("data3", "data4"), plan=_plan(lost=("data3", "data4")), targets={"data3", "data4"})
@@ -75,7 +75,7 @@ def test_a_plan_that_stops_the_cluster_allows_every_node_down():
 
 def test_the_baseline_allows_nothing_down():
     g = Guard(grace_s=0.0)
-    assert "data2 not healthy" in _check(g, 3.0, down=("data2",), plan=None)
+    assert "data2 failed" in _check(g, 3.0, down=("data2",), plan=None)
 
 
 def test_a_serving_sql_node_quiet_beyond_its_bound_aborts_at_once_but_one_planned_quiet_does_not():
@@ -118,3 +118,24 @@ def test_a_bad_condition_is_one_line_naming_it(text, says):
 def test_conditions_read_back_as_written():
     (c,) = parse_conditions(["no_success:sql2>20"])
     assert c == Condition("no_success", ">", 20.0, "sql2") and str(c) == "no_success:sql2 > 20"
+
+
+def test_a_node_the_engine_says_is_only_short_of_a_member_has_not_failed():
+    """Galera's survivor of a planned kill is Synced in a primary component short of a member:
+    not healthy, not failed; out of the primary component it has. NDB's SQL node that sees only
+    part of the data nodes has not failed; one that does not answer has."""
+    from ndbchaos.engines.galera import GaleraEngine
+    from ndbchaos.engines.ndb import NdbEngine
+    g, n = GaleraEngine(), NdbEngine()
+    short = NodeStatus("data2", "data", "running", "Synced", False,
+                       {"wsrep_cluster_status": "Primary", "wsrep_connected": "ON", "wsrep_cluster_size": "1"})
+    assert not g.node_failed(short)
+    assert g.node_failed(NodeStatus("data2", "data", "running", "Synced/non-Primary", False,
+                                    {"wsrep_cluster_status": "non-Primary", "wsrep_connected": "ON"}))
+    assert g.node_failed(NodeStatus("arb", "arbitrator", "paused", "down", False))
+    assert not n.node_failed(NodeStatus("sql1", "sql", "running", "partial cluster", False))
+    assert n.node_failed(NodeStatus("sql1", "sql", "running", "unreachable", False))
+    assert n.node_failed(NodeStatus("data3", "data", "running", "not started", False))
+    guard = Guard(grace_s=0.0)
+    st = ClusterStatus(5.0, [short, NodeStatus("data1", "data", "exited", "down", False)], False, [])
+    assert guard.check(st, _plan(lost=("data1",)), {"data1"}, lambda node: 4.9, SQL, {}, 0.0, g.node_failed) is None

@@ -79,6 +79,17 @@ class StatusMixin:
         }
         return ClusterStatus(cluster.clock.now(), nodes, not problems, problems, summary)
 
+    def node_failed(self, node) -> bool:
+        """A data node has failed when its container does not run, it does not answer, or it is
+        out of the primary component; a Synced member of a primary component short of a member
+        (not healthy: its size is not the expected one) has not. garbd: its container."""
+        if node.container != "running" or node.state in ("down", "unreachable", "gone"):
+            return True
+        if node.role != TP.DATA:
+            return False
+        d = node.details or {}
+        return d.get("wsrep_cluster_status", "").lower() != "primary" or d.get("wsrep_connected") != "ON"
+
     def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
         members = status.summary.get("expected_members", 0)
         lost_votes = len(lost)

@@ -192,6 +192,15 @@ class StatusMixin:
             return state != "connected"
         return True
 
+    def node_failed(self, node) -> bool:
+        """A data node has failed when it is not started, a management node when it is not
+        connected, an SQL node when its container does not run or it does not answer: a mysqld
+        that sees only part of the data nodes (not healthy: "partial cluster") has not failed,
+        the data nodes it misses have."""
+        if node.role == TP.SQL:
+            return node.container != "running" or node.state in ("down", "unreachable")
+        return not node.healthy
+
     def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
         """docs/facts.md NDB 5: the lost nodes are out (a data node ``not connected`` in ndb_mgm, or no
         ndbinfo.nodes row; not merely a stopped container that ndb_mgm still lists as started)
