@@ -6,7 +6,10 @@
 or ``python -m ndbchaos.bench.checker [N] [--parse]``; ``python -m ndbchaos.bench.checker write N
 PATH...`` writes the synthetic history to files (``.nch`` columnar, ``.jsonl``, ``.jsonl.gz``) for
 timing ``ndbchaos check`` end to end (docs/history-format.md section 6); ``... spools N [PARTS]``
-times the soak path (worker spools merged by ``History.read_parts``, then checked).
+times the soak path (worker spools merged by ``History.read_parts``, then checked); ``... adya N
+[LEVEL...] [--runs R] [--dir DIR]`` checks adya's simulated list-append histories of N
+transactions with ``ndbchaos check`` and with ``adya check``, whole processes in turn
+(``bench_adya``; docs/transactions.md, "Speed").
 
 Memory is measured with ``tracemalloc`` (peak of traced allocations, Python objects and numpy
 buffers, while ``check_history`` runs, in a second run so tracing does not slow the timed one);
@@ -280,6 +283,63 @@ def bench_spools(n_ops: int = 1_000_000, parts: int = 4, directory: str | None =
     return out
 
 
+#: adya's simulated isolation levels the comparison runs by default
+ADYA_LEVELS = ("serializable", "snapshot-isolation", "read-committed")
+
+
+def _timed(cmd: list[str]) -> dict:
+    """One whole run of cmd: wall and CPU seconds, its peak resident MB (the kernel's accounting
+    of the finished process, ``wait4``: never below this process' own size when it started the
+    command, some 40 MB), its exit code."""
+    import subprocess
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "peak_mb": ru.ru_maxrss / 1024, "exit": p.returncode}
+
+
+def bench_adya(n: int = 100_000, levels=ADYA_LEVELS, runs: int = 3, directory: str | None = None,
+               adya: str | None = None) -> dict:
+    """Our transactional checker beside adya's on adya's simulated list-append histories (``adya
+    run sim -m list-append -i LEVEL -n N --seed 1``, written once into ``directory``): ``ndbchaos
+    check --model list-append FILE -q`` and ``adya check FILE`` in turn, ``runs`` times each;
+    per level the medians of each, the medians of the pairs' ratios (ours / adya) and whether
+    every pair agreed on validity."""
+    import shutil
+    import statistics
+    import subprocess
+    adya = adya or shutil.which("adya") or os.path.expanduser("~/.cargo/bin/adya")
+    if not os.access(adya, os.X_OK):
+        raise RuntimeError("adya is not installed (`cargo install adya`)")
+    directory = directory or tempfile.gettempdir()
+    med = statistics.median
+    out: dict = {"n": n, "runs": runs, "load_before": [round(x, 2) for x in os.getloadavg()]}
+    for level in levels:
+        path = os.path.join(directory, f"adya-list-append-{level}-{n}.jsonl")
+        if not os.path.exists(path):
+            subprocess.run([adya, "run", "sim", "-m", "list-append", "-i", level, "-n", str(n), "--seed", "1",
+                            "-o", path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            if not os.path.exists(path):
+                raise RuntimeError(f"adya wrote no history for isolation level {level!r}")
+        ours = [sys.executable, "-m", "ndbchaos.cli", "check", "--model", "list-append", path, "-q"]
+        theirs = [adya, "check", path]
+        pairs = [(_timed(ours), _timed(theirs)) for _ in range(runs)]
+        out[level] = {
+            "file_mb": round(os.path.getsize(path) / 1e6, 1),
+            "ours": {k: round(med(a[k] for a, _b in pairs), 3) for k in ("wall_s", "cpu_s", "peak_mb")},
+            "adya": {k: round(med(b[k] for _a, b in pairs), 3) for k in ("wall_s", "cpu_s", "peak_mb")},
+            "wall_ratio": round(med(a["wall_s"] / b["wall_s"] for a, b in pairs), 3),
+            "cpu_ratio": round(med(a["cpu_s"] / b["cpu_s"] for a, b in pairs), 3),
+            # exit 0: valid; 1: anomalies (adya's 2 and ours' 1 for unknown never count as agreeing)
+            "same_verdict": all(a["exit"] == b["exit"] and a["exit"] in (0, 1) for a, b in pairs),
+            "valid": pairs[-1][0]["exit"] == 0,
+        }
+    out["load_after"] = [round(x, 2) for x in os.getloadavg()]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     import json
     args = list(sys.argv[1:] if argv is None else argv)
@@ -289,6 +349,20 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         print(json.dumps(write_synthetic(int(float(args[1])), args[2:]), indent=2))
+        return 0
+    if args[:1] == ["adya"]:  # python -m ndbchaos.bench.checker adya N [LEVEL...] [--runs R] [--dir DIR]
+        rest, opts = [], {}
+        it = iter(args[1:])
+        for a in it:
+            if a in ("--runs", "--dir"):
+                opts[a] = next(it, None)
+            else:
+                rest.append(a)
+        if not rest or opts.get("--runs", "1") is None or opts.get("--dir", "") is None:
+            print("usage: python -m ndbchaos.bench.checker adya N [LEVEL...] [--runs R] [--dir DIR]", file=sys.stderr)
+            return 2
+        print(json.dumps(bench_adya(int(float(rest[0])), tuple(rest[1:]) or ADYA_LEVELS,
+                                    int(opts.get("--runs") or 3), opts.get("--dir")), indent=2))
         return 0
     if args[:1] == ["spools"]:  # python -m ndbchaos.bench.checker spools N [PARTS]
         n, parts = int(float(args[1])) if len(args) > 1 else 1_000_000, int(args[2]) if len(args) > 2 else 4
