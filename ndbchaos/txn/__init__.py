@@ -5,7 +5,9 @@
 
 ``history`` reads and writes Jepsen/Elle histories and turns our runs into transactions;
 ``list_append`` and ``rw_register`` infer each model's dependencies and the anomalies visible
-without a cycle; ``graph`` holds the dependency graph, its components and the cycle search;
+without a cycle (list-append on arrays in ``list_append_fast``, its pairs coded in ``pairs``;
+the per-micro-op inference stays the reference); ``graph`` holds the dependency graph, its
+components and the cycle search;
 ``models`` the consistency models and what they forbid; ``weak`` decides read committed, read
 atomic and causal consistency exactly (Biswas & Enea's axioms, by saturation); ``check`` composes
 them into a verdict; ``picture`` draws a cycle.
