@@ -28,6 +28,7 @@ from .gate import load as load_gate
 from .gate.evaluate import Run, measure
 from .gate.pytest_gate import NAME as GATE_PLUGIN, GatePlugin
 from .handle import ClusterHandle, ComposeProject
+from .metrics import NAME as METRICS
 from .runtimes import factory
 from .runtimes.inventory import InventoryCluster, load_inventory
 from .report import allure as report
@@ -205,6 +206,7 @@ def scenario_run(cluster: ClusterHandle, request, state: Session):
     """Factory of ScenarioRun bound to the session cluster; every run is closed on every path out."""
     opt = request.config.getoption
     runs = []
+    metrics = request.config.pluginmanager.get_plugin(METRICS)  # --metrics-port, --pushgateway, --annotations
 
     def make(workload: str = "ledger", **kw) -> ScenarioRun:
         if state.dry_run:
@@ -217,6 +219,8 @@ def scenario_run(cluster: ClusterHandle, request, state: Session):
         run = ScenarioRun(cluster, workload, **kw)
         report.title(run.title)
         runs.append(run)
+        if metrics is not None:
+            metrics.watch(run)
         return run
 
     yield make
@@ -227,6 +231,8 @@ def scenario_run(cluster: ClusterHandle, request, state: Session):
                 report.attach_incomplete(incomplete)
             except Exception as e:  # evidence is best effort on a failed run
                 say(request.config, f"ndbchaos: attaching the evidence of the incomplete run failed: {e}")
+        for problem in metrics.done(run) if metrics is not None else ():
+            say(request.config, f"ndbchaos: {problem}")
 
 
 def play(cluster: ClusterHandle, scenario_run, request, state: Session):

@@ -8,7 +8,9 @@ failover to the next SQL node, optional retries of temporary errors (off by defa
 impact is measured), closed loop or open loop at a fixed rate.
 
 Live progress (last successful op per SQL node, counts) is shared through lock-free arrays so a
-scenario can wait for "clients on node X succeed again" without stopping the load.
+scenario can wait for "clients on node X succeed again" without stopping the load; so are the
+load's figures for the metrics endpoint (``ndbchaos.workload.figures``: latency buckets of the
+successes, failures by type and class, per connection and SQL node).
 
 Operations stream to disk: each connection's recorder hands its columns to its worker's spool
 file (``ndbchaos.history.columnar.HistoryAppender``) every ``SPILL_OPS`` operations and starts
@@ -28,6 +30,7 @@ import shutil
 import tempfile
 import threading
 import time
+from bisect import bisect_left
 
 from ..classify import classify
 from ..clock import RunClock
@@ -37,6 +40,7 @@ from ..history.columnar import HistoryAppender
 from ..sqlconn import connect, error_fields
 from ..waiting import wait_until
 from . import get_workload, workload_class
+from .figures import BOUNDS, N_BUCKETS, ClientFigures, failure_cell
 from .contract import SPILL_OPS, ClientOptions, Endpoint, Failure, failure  # noqa: F401  (re-exported)
 from .native import connection_loop as native_connection_loop
 from .native import resolve_driver
@@ -69,10 +73,13 @@ class SpoolingRecorder(Recorder):
 
 # -- worker process --------------------------------------------------------------------------
 
-def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, stop, rec, live, live_idx):
+def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, stop, rec, live, live_idx,
+                     figures: ClientFigures | None = None):
     rng = random.Random((opts.seed << 20) ^ slot)
     ep_i = slot % len(endpoints)
-    row = slot * len(endpoints)  # this connection's row of live (WorkloadRunner.live)
+    row = slot * len(endpoints)  # this connection's row of live (WorkloadRunner.live), and of figures
+    figures = figures or ClientFigures.local(n_slots, len(endpoints))
+    buckets, latency_sum, errors = figures.buckets, figures.latency_sum, figures.errors
     process = slot
     conn = cur = None
     backoff = opts.backoff_min
@@ -110,7 +117,11 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             count += 1
             if record:
                 record(process, f, result if result is not None else value, "ok", t0 - mono0, t1 - mono0, ep.node, None)
-            live[row + live_idx[ep.node]] = t1 - mono0
+            cell = row + live_idx[ep.node]
+            live[cell] = t1 - mono0
+            dt = t1 - t0
+            buckets[cell * N_BUCKETS + bisect_left(BOUNDS, dt)] += 1
+            latency_sum[cell] += dt
             backoff = opts.backoff_min
         except Exception as e:  # every client error becomes a recorded op
             t1 = time.monotonic()
@@ -121,6 +132,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
             if record:
                 record(process, f, value, fl.type, t0 - mono0, t1 - mono0, ep.node,
                        ErrorInfo(errno, fl.code, fl.cls, msg))
+            errors[failure_cell(row + live_idx[ep.node], fl.type, fl.cls, errno)] += 1
             if fl.retire:
                 process += n_slots
             if fl.reconnect:
@@ -149,7 +161,7 @@ def _connection_loop(wl, slot, n_slots, endpoints, opts: ClientOptions, mono0, s
 
 
 def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, results, live, live_idx, spool,
-                shared=None):
+                shared=None, figures=None):
     name, params = spec[:2]
     if len(spec) > 2:  # a project's workload: its class imported here again (module:qualname)
         workload_class(spec[2])
@@ -191,7 +203,7 @@ def worker_main(worker, conns, n_slots, endpoints, spec, opts, mono0, stop, resu
         recs.append(rec)
 
         def run(wl=wl, slot=slot, rec=rec):
-            counts.append(loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx))
+            counts.append(loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx, figures))
 
         th = threading.Thread(target=run, name=f"conn-{slot}", daemon=True)
         threads.append(th)
@@ -231,6 +243,8 @@ class WorkloadRunner:
         # connection (slot): a shared slot per node would let a connection whose success came
         # first overwrite a later one's (measured: the crash mark 0.2 ms before the last ack)
         self.live = self._ctx.Array("d", [-1.0] * (processes * connections * len(endpoints)), lock=False)
+        # the load's figures for the metrics endpoint, in the same rows (ndbchaos.workload.figures)
+        self.figures = ClientFigures(self._ctx, processes * connections, [e.node for e in endpoints])
         self._procs: list = []
         self._shared = workload.shared_state(self._ctx)  # e.g. the transactional key set
         self._spool_dir: str | None = None  # the workers' spool files (removed once read)
@@ -268,7 +282,7 @@ class WorkloadRunner:
                 target=worker_main, name=f"ndbchaos-worker-{w}", daemon=True,
                 args=(w, self.connections, self.n_slots, self.endpoints, self.workload.spec(), self.opts,
                       self.clock.mono0, self._stop, self._results, self.live, self._live_idx,
-                      os.path.join(self._spool_dir, f"worker-{w}.hist"), self._shared))
+                      os.path.join(self._spool_dir, f"worker-{w}.hist"), self._shared, self.figures))
             p.start()
             self._procs.append(p)
 

@@ -45,12 +45,15 @@ import threading
 import time
 from array import array
 
+import numpy as np
+
 from ... import resources
 from ...errors import UsageError
 from ...history import ErrorInfo
 from ...history.columns import Columns
 from ...sqlconn import _secs, error_fields
 from ..contract import SPILL_OPS, failure
+from ..figures import BOUNDS, N_BUCKETS, ClientFigures, failure_cell
 from ..oltp import Oltp
 
 log = logging.getLogger("ndbchaos")
@@ -58,6 +61,7 @@ log = logging.getLogger("ndbchaos")
 SOURCE = str(resources.NATIVE_SOURCE)
 ABI_VERSION = 2  # NDC_VERSION in ndc.c
 BATCH = 4096  # ops per ndc_run call at most (the Python thread folds them, then calls again)
+BOUNDS_ARRAY = np.array(BOUNDS)
 
 OP_SELECT_ROWS, OP_UPDATE_STR_ID, OP_UPDATE_ID = 0, 1, 2
 _OLTP_OPS = {
@@ -278,9 +282,11 @@ class _Err:
 
 # -- the worker ----------------------------------------------------------------------------------
 
-def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx, capacity: int = BATCH) -> int:
+def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, live_idx, figures=None,
+                    capacity: int = BATCH) -> int:
     """One connection, as ``runner._connection_loop`` (same arguments) but with the statements
-    run by ndc_run; ``stop`` is the worker's threading.Event."""
+    run by ndc_run; ``stop`` is the worker's threading.Event. The figures (``workload.figures``)
+    of a batch of successes are counted when the C loop hands it back."""
     lib = load()
     op, sql, pool, is_write, f = plan(wl)
     stop_flag = ctypes.c_int32(0)
@@ -309,7 +315,10 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
     lib.ndc_seed(ctypes.byref(s), ((opts.seed << 20) ^ slot) & (2**64 - 1))
     shared = isinstance(live, ctypes.Array)
     own_live = ctypes.c_double(-1.0)  # live is not shared memory (a test double): copied per batch
-    row = slot * len(endpoints)  # this connection's row of live (WorkloadRunner.live)
+    row = slot * len(endpoints)  # this connection's row of live (WorkloadRunner.live), and of figures
+    figures = figures or ClientFigures.local(n_slots, len(endpoints))
+    starts = np.frombuffer(folder.start, dtype=np.float64)
+    ends = np.frombuffer(folder.end, dtype=np.float64)
 
     def point_live(node):
         if shared:
@@ -339,6 +348,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
                         spill()
                 if not shared:
                     live[row + live_idx[ep.node]] = own_live.value
+                _count_batch(figures, row + live_idx[ep.node], ends[:n] - starts[:n])
             if not s.failed:
                 if stop_flag.value:
                     break
@@ -348,6 +358,7 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
             if record:
                 rec.append(s.process, f, s.fail_value, fl.type, s.fail_start, s.fail_end, ep.node,
                            ErrorInfo(errno, fl.code, fl.cls, msg))
+            figures.errors[failure_cell(row + live_idx[ep.node], fl.type, fl.cls, errno)] += 1
             if fl.retire:
                 s.process += n_slots
             if fl.reconnect:
@@ -371,6 +382,15 @@ def connection_loop(wl, slot, n_slots, endpoints, opts, mono0, stop, rec, live, 
             log.warning("native driver: %d connect(s) found libmariadb's client plugins not initialized "
                         "and were made again after mysql_library_init", retried)
     return int(s.count)
+
+
+def _count_batch(figures, cell: int, latencies) -> None:
+    """A batch of successes of one (slot, node) cell into its latency buckets and sum."""
+    counts = np.bincount(np.searchsorted(BOUNDS_ARRAY, latencies, side="left"), minlength=N_BUCKETS)
+    base = cell * N_BUCKETS
+    for b in np.flatnonzero(counts).tolist():
+        figures.buckets[base + b] += int(counts[b])
+    figures.latency_sum[cell] += float(latencies.sum())
 
 
 def resolve_driver(opts, workload):
