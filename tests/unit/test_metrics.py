@@ -324,3 +324,26 @@ def test_the_plugin_closes_the_endpoint_in_the_sessions_cleanup(tmp_path):
                         "--annotations", str(tmp_path / "a.json")]) == 0
     assert refused(port)
     assert [t for t in threading.enumerate() if t not in before and t.is_alive()] == []
+
+
+def test_the_example_dashboard_and_the_docs_name_only_the_series_the_endpoint_exposes(monkeypatch):
+    import re
+    from pathlib import Path
+    from prometheus_client import CollectorRegistry, generate_latest
+    from ndbchaos.metrics.exposition import RunCollector
+    run = a_run(monkeypatch)
+    run.result = SimpleNamespace(measurements={"recovery": Measurement("recovery", 1.0, "s")})
+    fault = Kill(run.clock, ["sql1"])
+    run.cluster.journal.opened(fault)
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(RunCollector(run))
+    exposed = set(re.findall(r"^(ndbchaos_\w+)", generate_latest(reg).decode(), re.M))
+    root = Path(__file__).resolve().parents[2]
+    dashboard = (root / "examples" / "grafana" / "ndbchaos-dashboard.json").read_text()
+    json.loads(dashboard)
+    named = set(re.findall(r"ndbchaos_[a-z_]+", dashboard)) - {"ndbchaos_"}
+    assert named and named <= exposed, named - exposed
+    documented = set(re.findall(r"`(ndbchaos_[a-z_]+)`", (root / "docs" / "metrics.md").read_text()))
+    families = {re.sub(r"_(bucket|sum|count)$", "", n) for n in exposed}  # a histogram by its family's name
+    assert documented <= exposed | families, documented - exposed - families
+    assert families <= documented  # every series has its row
