@@ -4,6 +4,9 @@ Cluster started on them over ssh (``ndbchaos lab up``), reached only over ssh an
 * the default catalogue runs through ``--inventory`` and passes, with the report a container run
   has (phases, timeline, verdict, node states);
 * bad inventories stop the session with one line before any fault;
+* a dry run of the default catalogue prints every scenario's plan and changes nothing on any host
+  (the processes of the cluster and of the framework, iptables rules, qdiscs, the files the
+  framework writes);
 * a controller SIGKILLed in the middle of a partition: the guard on each host removes the rules
   by itself, and ``ndbchaos reap --inventory`` then finds nothing; with a long guard, reap removes
   the rules and the guards itself.
@@ -11,6 +14,7 @@ Cluster started on them over ssh (``ndbchaos lab up``), reached only over ssh an
 Needs the NDB distribution (NDBCHAOS_NDB_DIST; skipped with the reason without it)."""
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -77,6 +81,42 @@ def write_inventory(tmp_path, mutate) -> Path:
     p = tmp_path / "bad.yml"
     p.write_text(yaml.safe_dump(doc))
     return p
+
+
+NODES = ("data1", "data2", "data3", "data4", "mgm1", "mgm2", "sql1", "sql2")
+#: what the framework could change on a host: the cluster's and its own processes (a restart gives
+#: a new pid; a guard is a process), every iptables rule (counters aside), the qdiscs, and the
+#: files it writes (/tmp/<run label>-<node>.start.sh and .log)
+SNAPSHOT = ("ps -eo pid=,args= | grep -E 'ndbmtd|ndbd|ndb_mgmd|mysqld|ndbchaos' | grep -v -e grep -e 'ps -eo' | sort; "
+            "echo ---; iptables-save 2>/dev/null | grep -v '^#' | sed 's/\\[[0-9]*:[0-9]*\\]//'; "
+            "echo ---; tc qdisc show 2>/dev/null; echo ---; ls -1 /tmp | grep -i ndbchaos; exit 0")
+
+
+def snapshot(cluster) -> dict[str, str]:
+    out = {}
+    for n in NODES:
+        code, text = cluster.container(n).remote.run(SNAPSHOT, timeout=30)
+        assert code == 0, (n, text)
+        out[n] = text
+    return out
+
+
+@pytest.mark.timeout(900)
+def test_a_dry_run_prints_every_plan_and_changes_nothing_on_any_host(lab):
+    before = snapshot(lab)
+    assert any("ndbmtd" in v for v in before.values()), before  # the snapshot sees the cluster
+    r = run_pytest(["scenarios", "-m", "not slow", "-p", "no:cacheprovider", "-q", "--inventory", str(EXAMPLE),
+                    "--dry-run", "--seed", "7", "-rs"], timeout=800)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    planned = set(re.findall(r"^ndbchaos dry run: (\S+) \(", out, re.M))
+    # what the session would play here: every scenario of the default run that can act on these hosts
+    runnable = {sc.name for _, sc in catalogue() if not sc.slow and sc.why_not_on(lab) is None}
+    assert runnable and planned == runnable, (sorted(runnable - planned), sorted(planned - runnable))
+    assert "fault        kill on data" in out and "kill switch  may be down:" in out, out[-3000:]
+    assert "--seed 7 plays this plan" in out
+    after = snapshot(lab)
+    assert after == before, {n: (before[n], after[n]) for n in NODES if before[n] != after[n]}
 
 
 @pytest.mark.timeout(2400)
