@@ -139,3 +139,50 @@ def test_a_node_the_engine_says_is_only_short_of_a_member_has_not_failed():
     guard = Guard(grace_s=0.0)
     st = ClusterStatus(5.0, [short, NodeStatus("data1", "data", "exited", "down", False)], False, [])
     assert guard.check(st, _plan(lost=("data1",)), {"data1"}, lambda node: 4.9, SQL, {}, 0.0, g.node_failed) is None
+
+
+def test_the_player_stops_at_its_next_wait_once_the_switch_fired():
+    """The observer's sample fires the switch (the player's watch); the run's next hold, poll or
+    status wait raises RunAborted with the reason, without waiting out its time."""
+    import time
+
+    from ndbchaos.killswitch import RunAborted
+
+    from .test_heal_paths import FakeCluster, Recorder as Fault, _run_on
+    c = FakeCluster()
+    run = _run_on(c)
+    run.guard = Guard(grace_s=0.0)
+    run._served_since = 0.0
+    run.runner.last_ok = lambda node: c.clock.now()
+    c.engine.node_failed = lambda node: not node.healthy  # Engine's default
+    Fault(c, "data1").inject()  # the plan in force: none (no expectation), so its target only
+    run._watch(ClusterStatus(c.clock.now(), [NodeStatus("data3", "data", "exited", "down", False)], False, []))
+    assert run.aborted and "data3 failed, which the plan did not touch" in run.aborted
+    t0 = time.monotonic()
+    with pytest.raises(RunAborted, match="data3 failed"):
+        run.hold(30)
+    with pytest.raises(RunAborted):
+        run.poll(lambda: False, 30)
+    assert time.monotonic() - t0 < 1.0
+    assert [e["kind"] for e in c.journal.events()].count("kill_switch") == 1
+
+
+def test_a_soak_stops_at_its_first_abort():
+    from ndbchaos import soak as S
+    from ndbchaos.killswitch import RunAborted
+
+    from .test_soak import Clock, Scenario, _fault, _run
+    menu = (Scenario("kill", "datanode_loss", "k", fault=_fault),)
+    sk = S.Soak("m", "t", menu, pause_s=(5, 5), hold_s=(3, 3), after_s=1)
+    run, entered = _run(Clock())
+    holds = []
+
+    def hold(seconds):
+        holds.append(seconds)
+        if len(holds) == 3:  # the pause, the hold, then the load after the first fault: the switch fires
+            raise RunAborted("at 9.0 s: data3 failed, which the plan did not touch")
+
+    run.hold.side_effect = hold
+    with pytest.raises(RunAborted):
+        S.play_soak(run, sk, 100.0)
+    assert run.inject.call_count == 1 and not run.finish.called
