@@ -32,8 +32,12 @@ import math
 import operator
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
 
 from .errors import NdbChaosError, UsageError
+
+if TYPE_CHECKING:  # pragma: no cover (a sample and the engine's word on a node: engines.protocols.Status)
+    from .vocabulary import ClusterStatus, NodeStatus
 
 #: how long a condition must hold before the run stops: a status poll (0.5 s) can catch a node
 #: between two states, and a single sample must not abort a run
@@ -124,14 +128,14 @@ class Guard:
     grace_s: float = GRACE_S
     since: dict[str, float] = field(default_factory=dict)
 
-    def check(self, status, plan, targets, last_ok, sql_nodes, groups: dict[str, int | None],
-              served_since: float, failed=lambda node: not node.healthy) -> str | None:
+    def check(self, status: ClusterStatus, plan, targets, last_ok, sql_nodes, groups: dict[str, int | None],
+              served_since: float, failed: Callable[[NodeStatus], bool] = lambda node: not node.healthy) -> str | None:
         """The reason to abort now, or None. ``status``: a ClusterStatus; ``plan``: the plan in
         force (None in a baseline or a pause); ``targets``: the nodes the open and recent fault
         windows name; ``last_ok(node)``: the run time of the last success on an SQL node;
         ``groups``: each data node's node group (NDB; None elsewhere); ``served_since``: when the
         load was serving (a quiet SQL node counts from then); ``failed(node_status)``: whether a
-        node itself has failed, the engine's word (``Engine.node_failed``: not merely short of a
+        node itself has failed, the engine's word (``Status.node_failed``: not merely short of a
         member around it)."""
         t = status.t
         allow = Allowance.of(plan, targets)

@@ -10,6 +10,11 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:  # pragma: no cover (it samples the handle's status: the engine's Status under it)
+    from .handle import ClusterHandle
+    from .vocabulary import ClusterStatus
 
 
 @dataclass
@@ -26,7 +31,8 @@ class Observer:
     """``on_sample(status)``: called with each status sample from the observer's thread (the
     kill switch's watch); what it raises is logged, never fatal."""
 
-    def __init__(self, cluster, period: float = 0.5, on_sample=None):
+    def __init__(self, cluster: ClusterHandle, period: float = 0.5,
+                 on_sample: Callable[[ClusterStatus], None] | None = None):
         self.cluster = cluster
         self.period = period
         self.on_sample = on_sample

@@ -6,19 +6,23 @@ disturbed, every SQL endpoint, whether the engine reacts at all (a client-path f
 touch it), and extra objectives (latency). Plans come from three builders, chosen by the
 scenario family (``ndbchaos.families``):
 
-* ``node_loss``: nodes lost (killed, stopped, frozen): ``Engine.expectation(family, nodes=...)``;
-* ``partition``: a network partition: ``Engine.partition_outcome`` of its components;
+* ``node_loss``: nodes lost (killed, stopped, frozen): ``Rules.expectation(family, nodes=...)``;
+* ``partition``: a network partition: ``Rules.partition_outcome`` of its components;
 * ``client_path``: a fault between clients and one SQL node: the engine is not involved.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from . import topology as TP
 from .vocabulary import Expectation
 from .errors import UsageError
 from .workload.contract import ClientOptions
+
+if TYPE_CHECKING:  # pragma: no cover (a plan asks the engine its rules only)
+    from .engines.protocols import Rules
 
 
 @dataclass
@@ -59,6 +63,7 @@ def node_loss(cluster, family: str, fault, expectation: str | None = None, **kw)
     (``expectation`` names the engine's family when it is finer than the scenario's, e.g.
     ``two_datanodes_different_ng``). A fault that only takes an SQL node's client path away
     (Galera's sqlnode_loss, where the SQL endpoint is the data node) leaves the engine alone."""
+    engine: Rules = cluster.engine
     names = [t.name for t in fault.targets]
     fam = expectation or family
     if fam == "nodegroup_loss":
@@ -67,7 +72,7 @@ def node_loss(cluster, family: str, fault, expectation: str | None = None, **kw)
             kw.setdefault("nodegroup", groups.pop())
     if len(names) > 1 and not getattr(fault, "simultaneous", True):
         kw.setdefault("simultaneous", False)  # lost one after the other: a check each
-    exp = cluster.engine.expectation(fam, cluster, nodes=names, lost=len(names), **kw)
+    exp = engine.expectation(fam, cluster, nodes=names, lost=len(names), **kw)
     client_path_only = getattr(fault, "client_path", False)
     stopped = _sql(cluster) if not exp.cluster_survives else sql_nodes_on(cluster, names)
     # ``excluded``: the nodes the engine must have let go once the fault is in place, when not
@@ -91,13 +96,14 @@ def failover(plan: Plan, clients_fail_over: bool) -> dict:
 
 
 def partition(cluster, family: str, fault) -> Plan:
-    """The engine's verdict on the fault's components (``Engine.partition_outcome``): the data
+    """The engine's verdict on the fault's components (``Rules.partition_outcome``): the data
     nodes of stopped components must be excluded by the others (when any serve), the SQL nodes
     with them stop; when no component keeps data nodes running, every SQL node stops. A split
     whose outcome is a race (NDB: several sides ask an arbitrator that reaches them all) is a
     UsageError: what it would judge is not decided by the rules."""
+    engine: Rules = cluster.engine
     components = fault.window.params["components"]
-    out = cluster.engine.partition_outcome(cluster, components)
+    out = engine.partition_outcome(cluster, components)
     if out.get("race"):
         # NDB: an even split whose arbitrator reaches every side gives its yes to the first side
         # that asks; which one is timing, not a rule: no plan can say which nodes must be excluded
@@ -108,11 +114,11 @@ def partition(cluster, family: str, fault) -> Plan:
             "keeps running is a race the engine's rules do not decide; put the arbitrator with one side or cut it "
             "off from every side")
     stopped = sorted({n for comp in out["stopped"] for n in comp})
-    base = cluster.engine.expectation("datanode_loss", cluster, lost=1)
+    base = engine.expectation("datanode_loss", cluster, lost=1)
     survives = bool(out["serving"]) and any(
         cluster.topology.node(n).role == TP.DATA for comp in out["serving"] for n in comp)
     recovery_bound = base.recovery_bound_s if survives else \
-        cluster.engine.expectation("nodegroup_loss", cluster).recovery_bound_s
+        engine.expectation("nodegroup_loss", cluster).recovery_bound_s
     exp = Expectation(family=family, survivors_serve=survives, cluster_survives=survives, rule=out["rule"],
                       detection_bound_s=out.get("detection_bound_s") or base.detection_bound_s,
                       recovery_bound_s=recovery_bound,
@@ -121,7 +127,7 @@ def partition(cluster, family: str, fault) -> Plan:
     data_stopped = [n for n in stopped if cluster.topology.node(n).role == TP.DATA]
     if survives and data_stopped:
         # who is master afterwards: as for the same data nodes lost (NDB: the succession order)
-        lost = cluster.engine.expectation("datanode_loss", cluster, nodes=data_stopped, lost=len(data_stopped))
+        lost = engine.expectation("datanode_loss", cluster, nodes=data_stopped, lost=len(data_stopped))
         exp.details.update({k: v for k, v in lost.details.items()
                             if k in ("master_before", "master_after", "succession", "master_lost")})
     sql = _sql(cluster)

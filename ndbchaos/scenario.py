@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+from typing import TYPE_CHECKING
 
 from .runtimes import docker
 from .checks import check_run
@@ -41,6 +42,9 @@ from .recording import Recorder
 from .workload import get_workload
 from .waiting import wait_until
 from .workload.runner import ClientOptions, Endpoint, WorkloadRunner
+
+if TYPE_CHECKING:  # pragma: no cover (the watch reads the engine's status, the evidence its logs)
+    from .engines.protocols import Logs, Status
 
 log = logging.getLogger("ndbchaos")
 
@@ -125,13 +129,14 @@ class ScenarioRun:
         in force, from the first fault window of its scope (the baseline plans nothing down)."""
         if self._served_since is None or self._abort.is_set():
             return
+        engine: Status = self.cluster.engine
         windows = self.cluster.journal.windows(since=self.rec.scope_began)
         plan = self.rec.plan if windows else None
         topo = self.cluster.topology
-        groups = {n.name: n.nodegroup for n in topo.data_nodes} if self.cluster.engine.name == "ndb" else {}
+        groups = {n.name: n.nodegroup for n in topo.data_nodes} if engine.name == "ndb" else {}
         why = self.guard.check(st, plan, {t for w in windows for t in w.targets}, self.runner.last_ok,
                                [e.node for e in self.endpoints], groups, self._served_since,
-                               self.cluster.engine.node_failed)
+                               engine.node_failed)
         if why is not None:
             self.aborted = f"at {st.t:.1f} s: {why}"
             log.warning("kill switch: %s", self.aborted)
@@ -195,7 +200,8 @@ class ScenarioRun:
         """The engine's log events since the run began; None when they could not be read (logs
         are evidence: a failure to read them is said, not fatal)."""
         try:
-            return self.cluster.engine.collect_events(self.cluster, self.t0)
+            engine: Logs = self.cluster.engine
+            return engine.collect_events(self.cluster, self.t0)
         except Exception as e:
             log.warning("collecting engine log events failed: %s", e)
             return None

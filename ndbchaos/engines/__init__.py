@@ -2,9 +2,11 @@
 
 Each engine is a package (``ndb``, ``galera``) holding everything specific to it: the engine
 class, its rules as pure functions, its log reader and its error classes. ``base.Engine`` is the
-protocol the rest of the code calls. ``ENGINES`` is the one registry: the rest of the code finds
-an engine, its log reader and its error rules here, never by its name. Adding an engine is its
-package and one line of ``ENGINES``. ``choose.resolve_engine`` picks one for ``--engine auto``.
+sum of the protocols the rest of the code calls (``protocols``: ``Lifecycle``, ``Status``,
+``Recovery``, ``Rules``, ``Logs``; callers name the part they call). ``ENGINES`` is the one
+registry: the rest of the code finds an engine, its log reader and its error rules here, never by
+its name. Adding an engine is its package and one line of ``ENGINES``. ``choose.resolve_engine``
+picks one for ``--engine auto``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
-"""The engine protocol.
+"""The engine base class: the sum of the engine's protocols, with their defaults.
 
 A scenario is written against roles (data, arbitrator/mgm, sql); the engine supplies:
 compose files and their environment, the start order, readiness, per-node status, the SQL
 dialect of the workloads, error classification, the expected outcome of each fault family
-(with the rule it comes from) and the recovery procedure of a node.
+(with the rule it comes from) and the recovery procedure of a node. Callers name the part they
+call (``ndbchaos.engines.protocols``: ``Lifecycle``, ``Status``, ``Recovery``, ``Rules``,
+``Logs``, and the abilities some engines have).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
 from ..runtimes import docker
 from ..events import parse_lines, time_to_epoch
@@ -28,33 +30,13 @@ if TYPE_CHECKING:  # pragma: no cover (an engine acts on the runtimes' handles; 
 STALE_FAILS_WITHIN_S = 0.5
 
 
-# -- abilities an engine may have (checked with isinstance, never by the engine's name) -------
-
-@runtime_checkable
-class ManagementClient(Protocol):
-    """A management client (NDB's ndb_mgm): ``mgm(cluster, command, timeout=...)`` -> (exit code,
-    output, the management node that answered)."""
-
-    def mgm(self, cluster: "ClusterHandle", command: str, node=None, timeout: float = ...) -> tuple: ...
-
-
-@runtime_checkable
-class ClusterLog(Protocol):
-    """A cluster log a fault can follow while it acts (NDB's management nodes' log)."""
-
-    def cluster_log_follower(self, cluster: "ClusterHandle", node=None, keep_other: bool = False): ...
-
-
-@runtime_checkable
-class Procedures(Protocol):
-    """Operator procedures an operation declaration asks for (``ndbchaos.operations``): NDB's
-    online schema change, online add node group, backup and restore, rolling configuration
-    change, each a ``Procedure``."""
-
-    procedures: object
-
-
 class Engine:
+    """The sum of the engine's protocols (``ndbchaos.engines.protocols``: ``Lifecycle``,
+    ``Status``, ``Recovery``, ``Rules``, ``Logs``) and each member's default; every public member
+    belongs to one of them (``tests/unit/test_engine_protocols.py``). An engine subclasses it and
+    overrides what its rules differ in; the abilities only some engines have
+    (``ManagementClient``, ``ClusterLog``, ``Procedures``, ...) are not here."""
+
     name = "base"
     #: SQL client credentials created by the engine at start
     sql_user = "chaos"

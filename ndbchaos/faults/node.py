@@ -1,13 +1,14 @@
 """Node faults: kill (any signal), graceful stop, pause (freeze), restart.
 
 A killed or stopped node stays down until the fault heals; healing is the engine's documented
-recovery action for a node (``Engine.recover_nodes``: a node restart).
+recovery action for a node (``Recovery.recover_nodes``: a node restart).
 """
 
 from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 from ..runtimes import docker
 from ..errors import UsageError
@@ -15,6 +16,9 @@ from ..waiting import wait_until
 from . import pumba
 from .base import Fault, FaultNotEffective
 from .targets import resolve
+
+if TYPE_CHECKING:  # pragma: no cover (the node faults ask the engine to recover and stop nodes, and its status)
+    from ..engines.protocols import Recovery, Status
 
 DOWN = ("exited", "dead")
 
@@ -65,7 +69,8 @@ class Kill(Fault):
         return f"process gone after {self.signal}: " + ", ".join(f"{k} {v}" for k, v in states.items())
 
     def _revert(self) -> None:
-        self.cluster.engine.recover_nodes(self.cluster, self.targets)
+        engine: Recovery = self.cluster.engine
+        engine.recover_nodes(self.cluster, self.targets)
 
     def _verify_healed(self) -> str:
         for t in self.targets:
@@ -78,7 +83,7 @@ class Kill(Fault):
 class KillInTurn(Kill):
     """Kill the targets one after the other, in the order given: ``gap_s`` seconds apart, or
     (``gap_s=None``) each once the engine has excluded the ones before it
-    (``Engine.loss_detected``, at most ``detect_timeout`` s; the next is killed then anyway, and
+    (``Status.loss_detected``, at most ``detect_timeout`` s; the next is killed then anyway, and
     the window says so). NDB's catalogue: two node failures seconds apart, and "kill the
     master, then the new master". The moment of each kill (run clock) is in the window params;
     the fault is in place after the last one. Heal restarts them all."""
@@ -98,6 +103,7 @@ class KillInTurn(Kill):
         self.window.params.update(gap_s=gap_s, order=[t.name for t in self.targets])
 
     def _apply(self) -> None:
+        engine: Status = self.cluster.engine
         clock = self.cluster.clock
         killed: dict[str, float] = {}
         waited: dict[str, float | None] = {}
@@ -107,7 +113,7 @@ class KillInTurn(Kill):
             elif i:
                 before = [x.name for x in self.targets[:i]]
                 t0 = clock.now()
-                seen = wait_until(lambda: self.cluster.engine.loss_detected(self.cluster.status(), before),
+                seen = wait_until(lambda: engine.loss_detected(self.cluster.status(), before),
                                   self.detect_timeout, poll=0.1)
                 waited[t.name] = round(clock.now() - t0, 3) if seen else None
             self.cluster.container(t).kill(signal=self.signal)
@@ -169,13 +175,14 @@ class RestartWithout(Kill):
                 "started again without them")
 
     def _revert(self) -> None:
+        engine: Recovery = self.cluster.engine
         idle = [t for t in self.targets if docker.container_state(self.cluster.container(t)) != "running"]
         if idle:
-            self.cluster.engine.recover_nodes(self.cluster, idle)
+            engine.recover_nodes(self.cluster, idle)
 
 
 class Stop(Kill):
-    """Graceful stop: the engine's own shutdown path (``Engine.stop_node``: SIGTERM for most
+    """Graceful stop: the engine's own shutdown path (``Recovery.stop_node``: SIGTERM for most
     processes; NDB data nodes through the management server, ``N STOP``), then a node restart on
     heal."""
 
@@ -187,9 +194,10 @@ class Stop(Kill):
         self.stop_timeout = timeout
 
     def _apply(self) -> None:
+        engine: Recovery = self.cluster.engine
         how = {}
         for t in self.targets:
-            how[t.name] = self.cluster.engine.stop_node(self.cluster, t, self.stop_timeout)
+            how[t.name] = engine.stop_node(self.cluster, t, self.stop_timeout)
         self.window.params["how"] = how
 
 
@@ -226,7 +234,8 @@ class Pause(Fault):
     def _revert(self) -> None:
         # Frozen nodes the cluster excluded meanwhile: the engine knows what they do on waking
         # (an NDB data node shuts itself down with 2315 and needs a node restart).
-        cut_off = self.cluster.engine.excluded_running(self.cluster, self.targets)
+        engine: Recovery = self.cluster.engine
+        cut_off = engine.excluded_running(self.cluster, self.targets)
         if self._held is not None:
             self._held.stop()  # pumba unpauses on exit; we check (and unpause) below anyway
             self._held = None
@@ -236,7 +245,7 @@ class Pause(Fault):
             c = self.cluster.container(t)
             if docker.container_state(c) == "paused":
                 c.unpause()
-        self.window.params["rejoin"] = self.cluster.engine.rejoin(self.cluster, cut_off) if cut_off else "none excluded"
+        self.window.params["rejoin"] = engine.rejoin(self.cluster, cut_off) if cut_off else "none excluded"
 
     def _verify_healed(self) -> str:
         for t in self.targets:
@@ -252,7 +261,7 @@ def _started_at(c) -> str:
 
 
 class Restart(Fault):
-    """Restart the node: graceful (the engine's graceful stop, ``Engine.stop_node``, then start) or
+    """Restart the node: graceful (the engine's graceful stop, ``Recovery.stop_node``, then start) or
     a crash-restart (``graceful=False``: SIGKILL, then start). ``down_for`` seconds may pass
     between the two.
 
@@ -269,11 +278,12 @@ class Restart(Fault):
         self._before: dict[str, str] = {}
 
     def _apply(self) -> None:
+        engine: Recovery = self.cluster.engine
         for t in self.targets:
             c = self.cluster.container(t)
             self._before[t.name] = _started_at(c)
             if self.graceful:
-                self.cluster.engine.stop_node(self.cluster, t, self.timeout)
+                engine.stop_node(self.cluster, t, self.timeout)
             else:
                 c.kill(signal="SIGKILL")
             wait_until(lambda: docker.container_state(c) in DOWN, self.timeout + 5)
@@ -295,9 +305,10 @@ class Restart(Fault):
         return f"restarted ({how}{f', down {self.down_for:g}s' if self.down_for else ''}): " + ", ".join(out)
 
     def _revert(self) -> None:
+        engine: Recovery = self.cluster.engine
         dead = [t for t in self.targets if docker.container_state(self.cluster.container(t)) != "running"]
         if dead:
-            self.cluster.engine.recover_nodes(self.cluster, dead)
+            engine.recover_nodes(self.cluster, dead)
 
     def _verify_healed(self) -> str:
         for t in self.targets:
@@ -307,11 +318,11 @@ class Restart(Fault):
 
 
 class KillDuringRecovery(Kill):
-    """Kill, wait until the engine has seen the loss (``Engine.loss_detected``, at most
+    """Kill, wait until the engine has seen the loss (``Status.loss_detected``, at most
     ``detect_timeout`` s), restart, and kill again while the node is recovering (rejoining).
 
     The second kill comes ``delay`` seconds after the restart if given; otherwise at the first
-    status sample where the engine says the node is rejoining (``Engine.node_rejoining``:
+    status sample where the engine says the node is rejoining (``Status.node_rejoining``:
     Galera: back in the survivors' view but not Synced; NDB: a start phase). If it is not seen
     recovering within ``recover_window`` seconds (it may rejoin faster than a status poll) it is
     killed at that point anyway, and the evidence says so.
@@ -336,6 +347,8 @@ class KillDuringRecovery(Kill):
         self.second_kill: dict[str, dict] = {}
 
     def _apply(self) -> None:
+        engine: Status = self.cluster.engine
+        recovery: Recovery = self.cluster.engine
         self._signal_all()
         t_kill = time.monotonic()
         for t in self.targets:
@@ -347,14 +360,14 @@ class KillDuringRecovery(Kill):
         names = [t.name for t in self.targets]
         detected = None
         try:
-            detected = wait_until(lambda: self.cluster.engine.loss_detected(self.cluster.status(), names),
+            detected = wait_until(lambda: engine.loss_detected(self.cluster.status(), names),
                                   self.detect_timeout, poll=0.1)
         except NotImplementedError:
             pass
         self.window.params["loss_detected_s"] = round(time.monotonic() - t_kill, 3) if detected else None
         if self.down_for:
             time.sleep(self.down_for)
-        self.cluster.engine.recover_nodes(self.cluster, self.targets)
+        recovery.recover_nodes(self.cluster, self.targets)
         restarted = time.monotonic()
         pending = {t.name: t for t in self.targets}
         while pending:
@@ -368,7 +381,7 @@ class KillDuringRecovery(Kill):
                     state = {}
             for name, t in list(pending.items()):
                 ns = state.get(name)
-                recovering = bool(ns is not None and state and self.cluster.engine.node_rejoining(st, name))
+                recovering = bool(ns is not None and state and engine.node_rejoining(st, name))
                 if recovering and self.phase is not None:  # not before the chosen start phase
                     recovering = ((ns.details or {}).get("start_phase") or 0) >= self.phase
                 due = (self.delay is not None and waited >= self.delay) or recovering or waited >= self.recover_window

@@ -20,13 +20,16 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..runtimes import docker
 from .. import topology as TP
 from ..errors import BlastRadiusError, UsageError
 from ..handle import ClusterHandle, ComposeProject
 from ..topology import Node, Topology
+
+if TYPE_CHECKING:  # pragma: no cover (a selector asks the engine's status only)
+    from ..engines.protocols import Status
 
 
 def _fresh_seed() -> int:
@@ -184,9 +187,10 @@ class Master(Selector):
     kind: str = "master"
 
     def _resolve(self, cluster):
-        node = cluster.engine.master_node(cluster)  # None where the engine has no master
+        engine: Status = cluster.engine
+        node = engine.master_node(cluster)  # None where the engine has no master
         if node is None:
-            raise UsageError(f"engine {cluster.engine.name} has no master/president data node")
+            raise UsageError(f"engine {engine.name} has no master/president data node")
         return [node]
 
 

@@ -3,7 +3,7 @@
 ``procedure`` types a procedure (steps, outcomes, cleanup); ``driver`` plays an ``Operation``
 declaration (a procedure, optionally a fault during one of its steps). The engine's own steps
 (NDB: ``ndbchaos.engines.ndb.procedures``) are reached through the engine's ability
-``Procedures`` (``ndbchaos.engines.base``). The package imports only ``procedure``, which the
+``Procedures`` (``ndbchaos.engines.protocols``). The package imports only ``procedure``, which the
 engines use: the driver (``ndbchaos.operations.driver``) is imported by its own name.
 """
 

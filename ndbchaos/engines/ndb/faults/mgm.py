@@ -28,7 +28,7 @@ from ....faults.base import Fault, FaultNotEffective, FaultUnsupported
 from ....faults.node import Kill
 from ....waiting import wait_until
 from ....workload.ballast import ensure as ensure_ballast
-from ...base import ClusterLog, ManagementClient
+from ...protocols import ClusterLog, ManagementClient
 from ..mgm import reply
 
 def _mgm(cluster, command: str, timeout: float) -> tuple[str, str]:
