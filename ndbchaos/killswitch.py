@@ -21,7 +21,7 @@ User conditions (``--abort-when``, repeatable), each ``NAME[:NODE] OP NUMBER``:
 
     down > N             more than N nodes failed (down, not answering, out of the cluster), planned or not
     unplanned > N        more than N nodes failed that the plan did not touch (built in: > 0)
-    groups_lost > N      more than N NDB node groups with every data node failed
+    groups_lost > N      more than N node groups with every data node failed (Galera: its one group)
     no_success > S       no successful operation on any SQL node for more than S seconds
     no_success:NODE > S  none on SQL node NODE for more than S seconds
 """
@@ -133,7 +133,7 @@ class Guard:
         """The reason to abort now, or None. ``status``: a ClusterStatus; ``plan``: the plan in
         force (None in a baseline or a pause); ``targets``: the nodes the open and recent fault
         windows name; ``last_ok(node)``: the run time of the last success on an SQL node;
-        ``groups``: each data node's node group (NDB; None elsewhere); ``served_since``: when the
+        ``groups``: each data node's node group (None: none); ``served_since``: when the
         load was serving (a quiet SQL node counts from then); ``failed(node_status)``: whether a
         node itself has failed, the engine's word (``Status.node_failed``: not merely short of a
         member around it)."""
@@ -177,7 +177,7 @@ def _members(groups, g) -> list[str]:
 
 
 def _groups_lost(groups: dict[str, int | None] | None, down: set[str]) -> list[int]:
-    """NDB node groups whose every data node is down."""
+    """Node groups whose every data node is down."""
     by: dict[int, list[str]] = {}
     for n, g in (groups or {}).items():
         if g is not None:

@@ -132,8 +132,9 @@ class ScenarioRun:
         engine: Status = self.cluster.engine
         windows = self.cluster.journal.windows(since=self.rec.scope_began)
         plan = self.rec.plan if windows else None
-        topo = self.cluster.topology
-        groups = {n.name: n.nodegroup for n in topo.data_nodes} if engine.name == "ndb" else {}
+        # each data node's group, as the topology labels it (NDB's node groups; Galera's one group
+        # holding every replica): a group whose every node failed is lost
+        groups = {n.name: n.nodegroup for n in self.cluster.topology.data_nodes}
         why = self.guard.check(st, plan, {t for w in windows for t in w.targets}, self.runner.last_ok,
                                [e.node for e in self.endpoints], groups, self._served_since,
                                engine.node_failed)
