@@ -33,7 +33,7 @@ from .helpers import REPO, labelled, skip_without_ndb
 
 DRIVER = '''
 import os, signal, sys, time
-from ndbchaos import disks, faultfs
+from ndbchaos.runtimes.compose import disks, faultfs
 from ndbchaos.runtimes.compose.cluster import ComposeCluster
 from ndbchaos.engines import get_engine
 from ndbchaos.faults.disk import DiskFull
