@@ -160,10 +160,18 @@ CHILD = textwrap.dedent("""
 """)
 
 
+def _default_signals() -> None:
+    """The child as a script started from a terminal has it: SIGTERM and SIGHUP at their default
+    disposition. A suite run under nohup (CI's runner) ignores SIGHUP, the child would inherit
+    the ignore, and the safety net rightly installs nothing over a disposition someone set."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def _child(tmp_path, how: str) -> tuple[subprocess.Popen, str]:
     mark = str(tmp_path / "mark")
     p = subprocess.Popen([sys.executable, "-c", CHILD.format(repo=REPO, mark=mark), how],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_default_signals)
     assert p.stdout.readline().strip() == "injected"
     return p, mark
 
