@@ -83,7 +83,10 @@ def servers(tmp_path):
         for name, args in (("prometheus", [bins["prometheus"], f"--config.file={tmp_path / 'prometheus.yml'}",
                                            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
                                            f"--web.listen-address=127.0.0.1:{prom}"]),
+                           # its state in tmp_path: Debian's build keeps what it was pushed in
+                           # /var/lib/prometheus by default, and a run would read the runs before it
                            ("pushgateway", [bins["prometheus-pushgateway"],
+                                            f"--persistence.file={tmp_path / 'pushgateway.data'}",
                                             f"--web.listen-address=127.0.0.1:{gateway}"])):
             log = open(tmp_path / f"{name}.log", "w")
             logs.append(log)
