@@ -57,7 +57,8 @@ STOP_BOUND_S = GRACE_S + 2 * 0.5 + 2.0
 def test_an_unplanned_failure_stops_the_run_which_heals_and_the_next_one_passes(tmp_path):
     (tmp_path / "test_ks.py").write_text(SCENARIOS)
     results = tmp_path / "results"
-    r = run_pytest([str(tmp_path / "test_ks.py"), "-p", "no:cacheprovider", "-v", "--engine", "galera",
+    # -vv: the summary's lines whole (pytest cuts them to the terminal's width outside CI)
+    r = run_pytest([str(tmp_path / "test_ks.py"), "-p", "no:cacheprovider", "-vv", "--engine", "galera",
                     "--alluredir", str(results), "--trends", str(tmp_path / "trends.jsonl")],
                    timeout=1100, cwd=tmp_path)
     out = r.stdout + r.stderr
