@@ -225,12 +225,7 @@ def scenario_run(cluster: ClusterHandle, request, state: Session):
 
     yield make
     for run in runs:
-        incomplete = run.close()
-        if incomplete is not None:  # a run that never reached its verdict: the evidence so far
-            try:
-                report.attach_incomplete(incomplete)
-            except Exception as e:  # evidence is best effort on a failed run
-                say(request.config, f"ndbchaos: attaching the evidence of the incomplete run failed: {e}")
+        _close(request, run)
         for problem in metrics.done(run) if metrics is not None else ():
             say(request.config, f"ndbchaos: {problem}")
 
@@ -299,17 +294,23 @@ def _dry(request, plan, state: Session) -> None:
     pytest.skip(f"dry run: nothing was done ({lines[0].split(':')[0]}; --seed {state.seed} plays this plan)")
 
 
+def _close(request, run) -> None:
+    """Close a run (a second close does nothing); one that never reached its verdict leaves its
+    evidence so far in the report."""
+    incomplete = run.close()
+    if incomplete is not None:
+        try:
+            report.attach_incomplete(incomplete)
+        except Exception as e:  # evidence is best effort on a failed run
+            say(request.config, f"ndbchaos: attaching the evidence of the incomplete run failed: {e}")
+
+
 def _aborted(request, cluster: ClusterHandle, run, name: str, e: RunAborted) -> None:
     """The kill switch stopped the run: its faults healed and its evidence attached, the cluster
     reset (every node healthy), then the scenario failed in one line with why and how long the
     heal took."""
     t0 = time.monotonic()
-    incomplete = run.close()
-    if incomplete is not None:
-        try:
-            report.attach_incomplete(incomplete)
-        except Exception as x:  # evidence is best effort on a failed run
-            say(request.config, f"ndbchaos: attaching the evidence of the aborted run failed: {x}")
+    _close(request, run)
     try:
         cluster.reset()
         healed = f"healed in {time.monotonic() - t0:.1f} s"

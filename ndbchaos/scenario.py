@@ -118,11 +118,12 @@ class ScenarioRun:
 
     def poll(self, predicate, timeout: float, poll: float = 0.1):
         """``wait_until(predicate, timeout, poll)``, stopped by the kill switch (RunAborted)."""
-        def checked():
-            if self._abort.is_set():
-                raise RunAborted(self.aborted)
-            return predicate()
-        return wait_until(checked, timeout, poll)
+        return wait_until(lambda: self._unless_aborted() or predicate(), timeout, poll)
+
+    def _unless_aborted(self) -> None:
+        """RunAborted once the kill switch fired: every wait of the player asks at each poll."""
+        if self._abort.is_set():
+            raise RunAborted(self.aborted)
 
     def _watch(self, st) -> None:
         """Each status sample (the observer's thread): the kill switch's check against the plan
@@ -171,12 +172,8 @@ class ScenarioRun:
         """Wait until the cluster status satisfies ``predicate``; (status, seconds), or
         (None, None) when it did not within ``timeout`` (the verdict judges, not this wait)."""
         with self.rec.step(f"wait for {what} (up to {timeout:.0f} s)"):
-            def checked(st):
-                if self._abort.is_set():
-                    raise RunAborted(self.aborted)
-                return predicate(st)
             try:
-                return self.cluster.wait_for(checked, timeout, what=what)
+                return self.cluster.wait_for(lambda st: self._unless_aborted() or predicate(st), timeout, what=what)
             except ClusterNotReady as e:
                 log.warning("%s", e)
                 return None, None

@@ -13,6 +13,7 @@ import textwrap
 import pytest
 
 from ndbchaos.killswitch import GRACE_S
+from ndbchaos.report.results import attachments
 
 from .helpers import allure_results, labelled, project_of, run_pytest
 
@@ -71,7 +72,7 @@ def test_an_unplanned_failure_stops_the_run_which_heals_and_the_next_one_passes(
 
     # how soon it stopped: the framework's own events of the aborted run (its evidence)
     failed = next(x for x in allure_results(results) if x.get("status") == "failed")
-    events = next(a for a in _attachments(failed) if a["name"] == "framework events (incomplete run)")
+    events = next(a for a in attachments(failed) if a["name"] == "framework events (incomplete run)")
     notes = json.loads((results / events["source"]).read_text())
     t_unplanned = next(e["t"] for e in notes if e["kind"] == "unplanned_failure")
     t_stop = next(e["t"] for e in notes if e["kind"] == "kill_switch")
@@ -81,8 +82,3 @@ def test_an_unplanned_failure_stops_the_run_which_heals_and_the_next_one_passes(
     project = project_of(out)
     assert project and labelled("ps", project) == [] and labelled("network", project) == []
 
-
-def _attachments(result):
-    yield from result.get("attachments", [])
-    for s in result.get("steps", []):
-        yield from _attachments(s)
