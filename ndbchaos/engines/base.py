@@ -1,41 +1,47 @@
-"""The engine base class: the sum of the engine's protocols, with their defaults.
+"""The engine: the sum of the engine's protocols, composed of one part per protocol.
 
 A scenario is written against roles (data, arbitrator/mgm, sql); the engine supplies:
 compose files and their environment, the start order, readiness, per-node status, the SQL
 dialect of the workloads, error classification, the expected outcome of each fault family
-(with the rule it comes from) and the recovery procedure of a node. Callers name the part they
-call (``ndbchaos.engines.protocols``: ``Lifecycle``, ``Status``, ``Recovery``, ``Rules``,
-``Logs``, and the abilities some engines have).
+(with the rule it comes from) and the recovery procedure of a node. Callers name the protocol
+they call (``ndbchaos.engines.protocols``: ``Lifecycle``, ``Status``, ``Recovery``, ``Rules``,
+``Logs``, and the abilities some engines have); the engine answers each member from the part
+that protocol is (``ndbchaos.engines.parts``), which the engine built in ``__init__``.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from pathlib import Path
-from typing import TYPE_CHECKING
+from .parts import Account, LifecyclePart, LogsPart, Monitor, RecoveryPart, RulesPart, StatusPart
 
-from ..runtimes import docker
-from ..events import parse_lines, time_to_epoch
-from ..sqlconn import connect, error_fields
-from ..vocabulary import ClusterStatus, Expectation, NodeStatus, TxnModels
 
-if TYPE_CHECKING:  # pragma: no cover (an engine acts on the runtimes' handles; they type it with their own protocols)
-    from ..runtimes.compose.cluster import ComposeCluster
-    from ..handle import ClusterHandle
-    from ..topology import Node
+class Part:
+    """``Engine.<member>`` is the member of the same name of the engine's part ``part`` (an
+    attribute of the engine, built in its ``__init__``). A subclass may still define the member
+    itself (a test's toy engine does); the part then never hears of it."""
 
-#: a kept monitoring connection that fails faster than this was stale (closed by a restart of its
-#: server), not a sign of the server now; the monitoring read timeout is 2 s
-STALE_FAILS_WITHIN_S = 0.5
+    def __init__(self, part: str):
+        self.part = part
+        self.name = ""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        return getattr(getattr(obj, self.part), self.name)
+
+    def __repr__(self) -> str:
+        return f"<{self.name} of the part {self.part}>"
 
 
 class Engine:
-    """The sum of the engine's protocols (``ndbchaos.engines.protocols``: ``Lifecycle``,
-    ``Status``, ``Recovery``, ``Rules``, ``Logs``) and each member's default; every public member
-    belongs to one of them (``tests/unit/test_engine_protocols.py``). An engine subclasses it and
-    overrides what its rules differ in; the abilities only some engines have
-    (``ManagementClient``, ``ClusterLog``, ``Procedures``, ...) are not here."""
+    """The sum of the engine's protocols (``ndbchaos.engines.protocols``), each answered by the
+    part it belongs to: ``lifecycle``, ``state`` (Status), ``recovery``, ``rules`` and ``logs``,
+    built in ``__init__`` (the defaults of ``ndbchaos.engines.parts``; an engine builds its own
+    and assigns them). Every public member belongs to one protocol
+    (``tests/unit/test_engine_protocols.py``); the abilities only some engines have
+    (``ManagementClient``, ``ClusterLog``, ``Procedures``, ...) are the engine's own."""
 
     name = "base"
     #: SQL client credentials created by the engine at start
@@ -46,248 +52,62 @@ class Engine:
     table_engine = "InnoDB"
     #: roles whose nodes are SQL endpoints for the clients (NDB: mysqld; Galera: the data nodes)
     sql_roles: tuple[str, ...] = ("sql",)
-
     #: statements run once on every new monitoring connection
     monitor_init: tuple[str, ...] = ()
-
-    def __init__(self):
-        self._mon: dict[str, object] = {}  # node name -> open monitoring connection
-        self._mon_lock = threading.Lock()
-
-    def _monitor(self, node: "Node"):
-        """The open monitoring connection to an SQL endpoint (opened on first use; short
-        timeouts so a status poll never hangs on a frozen node)."""
-        conn = self._mon.get(node.name)
-        if conn is not None:
-            return conn
-        conn = connect(node.sql_port, self.sql_user, self.sql_password, host=node.sql_host,
-                       connect_timeout=1.0, read_timeout=2.0, write_timeout=2.0)
-        if self.monitor_init:
-            cur = conn.cursor()
-            for stmt in self.monitor_init:
-                cur.execute(stmt)
-            cur.close()
-        self._mon[node.name] = conn
-        return conn
-
-    def monitor_query(self, node: "Node", query) -> dict:
-        """``query(cursor)`` on the node's monitoring connection; on any error the connection is
-        dropped (the next call opens a new one) and ``{"error": "errno: message"}`` returned.
-
-        A kept connection can be stale: the server was restarted since its last use (a fault, a
-        heal, a scenario of an earlier test). It fails at once, and that says nothing about the
-        server now, so the query is tried once more on a new connection. A failure that took
-        time (a frozen or cut-off server: the read timeout) is not tried again: a status poll
-        must stay short while the server does not answer."""
-        with self._mon_lock:
-            kept = node.name in self._mon
-            t0 = time.monotonic()
-            out = self._query_once(node, query)
-            if "error" in out and kept and time.monotonic() - t0 < STALE_FAILS_WITHIN_S:
-                out = self._query_once(node, query)
-            return out
-
-    def _query_once(self, node: "Node", query) -> dict:
-        try:
-            cur = self._monitor(node).cursor()
-            try:
-                return query(cur)
-            finally:
-                cur.close()
-        except Exception as e:
-            self._drop_monitor(node.name)
-            errno, msg = error_fields(e)
-            return {"error": f"{errno}: {msg}"}
-
-    def _drop_monitor(self, name: str) -> None:
-        conn = self._mon.pop(name, None)
-        if conn is not None:
-            try:
-                conn.close()
-            except Exception:
-                pass
-
-    # -- lifecycle ------------------------------------------------------------------------
-    def image(self, options: dict) -> str:
-        """The image of the engine's nodes for this run (chosen, not pulled or built)."""
-        raise NotImplementedError
-
-    def images(self, options: dict) -> list[str]:
-        """Every image the cluster's containers run (for the report's environment)."""
-        raise NotImplementedError
-
-    def ensure_images(self, options: dict) -> None:
-        """Make sure the images exist locally (build or refuse with how to get them)."""
-        raise NotImplementedError
-
-    def compose_files(self, options: dict) -> list[Path]:
-        """The compose files of the cluster, then the overlays of ``options["overlays"]``."""
-        raise NotImplementedError
-
-    def compose_env(self, options: dict) -> dict[str, str]:
-        """The environment the compose files need (image, ports of ``options["ports"]``, ...)."""
-        raise NotImplementedError
-
-    def compose_profiles(self, options: dict) -> list[str]:
-        """Compose profiles to enable. Default: none."""
-        return []
-
-    def start(self, cluster: "ComposeCluster") -> None:
-        """Bring the cluster up in the engine's order (compose up of services)."""
-        raise NotImplementedError
-
-    def prepare(self, cluster: "ClusterHandle") -> None:
-        """After the first healthy state: create the client user and database."""
-        raise NotImplementedError
-
-    # -- observation ----------------------------------------------------------------------
-    def status(self, cluster: "ClusterHandle") -> ClusterStatus:
-        """Every node's state and the engine's judgement of the whole (``healthy``, ``problems``,
-        engine facts in ``summary``)."""
-        raise NotImplementedError
-
-    def expected_members(self, cluster: "ClusterHandle") -> int:
-        """How many members a healthy cluster has, as the engine counts them."""
-        raise NotImplementedError
-
-    def loss_detected(self, status: ClusterStatus, lost: list[str]) -> bool:
-        """True when the cluster has excluded the ``lost`` nodes and every surviving data node is
-        serving again: the engine's reaction to a node loss that it survives."""
-        raise NotImplementedError
-
-    def node_failed(self, node: NodeStatus) -> bool:
-        """Has this node itself failed (its process down, not answering, out of the cluster)?
-        Not the same as not healthy, which may say only that the cluster around it is short of a
-        member (the kill switch asks this: ndbchaos.killswitch). Default: not healthy."""
-        return not node.healthy
-
-    # -- faults and recovery ----------------------------------------------------------------
-    def expectation(self, family: str, cluster: "ClusterHandle", **kw) -> Expectation:
-        """The outcome a fault of ``family`` must have by the engine's rules, with its bounds and
-        the rule it comes from. Keywords a family does not read are accepted and ignored."""
-        raise NotImplementedError
-
-    def recover_nodes(self, cluster: "ClusterHandle", nodes: list["Node"]) -> None:
-        """The documented action that brings dead nodes back (node restart; a system restart
-        or bootstrap when the whole cluster is down)."""
-        raise NotImplementedError
-
-    def stop_node(self, cluster: "ClusterHandle", node: "Node", timeout: float) -> str:
-        """The engine's graceful stop of one node, returned when the stop was requested (the
-        caller waits for the process to exit). Default: SIGTERM to the container's main process,
-        SIGKILL after ``timeout`` (``docker stop``). Returns how it was stopped, for the evidence."""
-        cluster.container(node).stop(timeout=int(timeout))
-        return "SIGTERM (docker stop)"
-
-    def process_stopped(self, cluster: "ClusterHandle", node: "Node") -> bool:
-        """Has the node's server process stopped (crashed, shut itself down, been stopped)?
-        Default: its container has exited."""
-        return docker.container_state(cluster.container(node)) in ("exited", "dead")
-
-    def excluded_running(self, cluster: "ClusterHandle", nodes: list["Node"]) -> list["Node"]:
-        """Of ``nodes``, those whose process still runs (or is frozen) but whom the cluster has
-        excluded: what a freeze or a partition leaves behind before it is healed. Asked before
-        the heal; the answer goes to ``rejoin`` after it. Default: none (the engine takes its
-        members back by itself, as Galera does)."""
-        return []
-
-    def rejoin(self, cluster: "ClusterHandle", nodes: list["Node"]) -> str:
-        """What nodes excluded while unreachable (``excluded_running``) need once they can talk
-        to the cluster again; returns what was done, for the evidence. Default: nothing."""
-        return "nothing: the engine takes them back by itself"
-
-    # -- logs ---------------------------------------------------------------------------------
     #: roles whose container output is the engine's log (Galera: mariadbd and garbd)
     log_roles: tuple[str, ...] = ("data", "arbitrator")
-
-    def collect_events(self, cluster: "ClusterHandle", since: float) -> list[dict]:
-        """Parsed engine log events since run time ``since``, each with ``t`` (run clock) and
-        ``log`` (the node whose log it came from). Default: the containers' output of the
-        ``log_roles`` nodes, read with ``ndbchaos.events`` for this engine."""
-        events: list[dict] = []
-        for n in cluster.topology.nodes:
-            if n.role in self.log_roles:
-                events += [e for e in self.node_log_events(cluster, n, since) if e["t"] is None or e["t"] >= since - 1]
-        events.sort(key=lambda e: (e["t"] is None, e["t"] or 0))
-        return events
-
-    def node_log_events(self, cluster: "ClusterHandle", node: "Node", since: float,
-                        reporter: int | None = None) -> list[dict]:
-        """The events of one node's container output from about run time ``since`` (Docker's
-        ``since`` has whole seconds), stamped with ``t`` (run clock, None without a stamp) and
-        ``log`` (the node's name). ``reporter``: the engine's id of the node whose log it is."""
-        try:
-            raw = cluster.container(node).logs(since=int(cluster.clock.wall(since)) - 1, stdout=True, stderr=True)
-        except Exception:
-            return []
-        out = []
-        for ev in parse_lines(raw.decode("utf-8", "replace").splitlines(), engine=self.name, reporter=reporter):
-            epoch = time_to_epoch(ev.get("time"))
-            ev["t"] = None if epoch is None else round(cluster.clock.from_wall(epoch), 3)
-            ev["log"] = node.name
-            out.append(ev)
-        return out
-
-    # -- what the engine promises to clients ----------------------------------------------------
-    def workload_params(self, workload: str) -> dict:
-        """Engine-specific settings a workload needs so that its checks judge what the engine
-        promises (e.g. how to read several rows consistently). Default: none."""
-        return {}
-
-    def consistency_models(self, workload: str, params: dict) -> TxnModels:
-        """What a transactional workload (``list_append``, ``rw_register``) with these
-        parameters (``read_lock``, ``precreate``, ``storage``) must show on this engine: the
-        models the anomaly checker holds the history to. Default: read committed, the weakest
-        level a SQL engine offers by its standard."""
-        return TxnModels(("read-committed",), "the SQL standard's read committed; the engine declares nothing "
-                                              "stronger")
-
-    def crash_loss_window_s(self, options: dict) -> float | None:
-        """The engine's durability promise when the whole cluster crashes: acknowledged commits
-        this many seconds before the cluster stopped acknowledging may be lost (and are reported
-        apart from other losses). None: no acknowledged commit may be lost."""
-        return None
-
-    # -- facts the fault catalogue needs (ndbchaos.faults) ---------------------------------------
     #: the SQL port inside an SQL node's container (toxiproxy's upstream)
     sql_private_port = 3306
 
-    def probe_ports(self, node: "Node") -> list[int]:
-        """TCP ports to probe a node on, peer-facing port first: a partition is verified by a
-        connect to ``ports[0]`` from the other side. NDB: ndb_mgmd 1186, a data node its
-        ServerPort (config.ini), mysqld 3306. Galera: 4567 (gcomm) on data nodes and garbd."""
-        raise NotImplementedError(f"engine {self.name} does not say which ports to probe")
+    def __init__(self):
+        self.account = Account(self.sql_user, self.sql_password, self.sql_database, self.monitor_init)
+        self.monitor = Monitor(self.account)
+        self.lifecycle: LifecyclePart = LifecyclePart()
+        self.state: StatusPart = StatusPart(self.monitor)
+        self.recovery: RecoveryPart = RecoveryPart()
+        self.rules: RulesPart = RulesPart()
+        self.logs: LogsPart = LogsPart(self.name, self.log_roles)
 
-    def arbitrator_in_effect(self, cluster: "ClusterHandle"):
-        """The node that arbitrates right now (NDB: the management node the data nodes chose,
-        from ndbinfo; Galera: garbd). Default: the first arbitrator of the topology by node id."""
-        arbs = sorted(cluster.topology.arbitrators, key=lambda n: (n.nodeid or 0, n.name))
-        return arbs[0] if arbs else None
+    # -- Lifecycle ---------------------------------------------------------------------------
+    image = Part("lifecycle")
+    images = Part("lifecycle")
+    ensure_images = Part("lifecycle")
+    compose_files = Part("lifecycle")
+    compose_env = Part("lifecycle")
+    compose_profiles = Part("lifecycle")
+    start = Part("lifecycle")
+    prepare = Part("lifecycle")
+    options_from_topology = Part("lifecycle")
 
-    def master_node(self, cluster: "ClusterHandle"):
-        """The master / president data node (NDB: ndbinfo.membership / the cluster log), or
-        None where the engine has no such role (Galera)."""
-        return None
+    # -- Status ------------------------------------------------------------------------------
+    monitor_query = Part("state")
+    status = Part("state")
+    expected_members = Part("state")
+    loss_detected = Part("state")
+    node_rejoining = Part("state")
+    node_failed = Part("state")
+    master_node = Part("state")
+    succession = Part("state")
+    arbitrator_in_effect = Part("state")
 
-    def succession(self, cluster: "ClusterHandle") -> list:
-        """Data nodes in the order they take over as master (the master first), or [] where the
-        engine has no such role (Galera)."""
-        return []
+    # -- Recovery ----------------------------------------------------------------------------
+    recover_nodes = Part("recovery")
+    stop_node = Part("recovery")
+    process_stopped = Part("recovery")
+    excluded_running = Part("recovery")
+    rejoin = Part("recovery")
 
-    def options_from_topology(self, topology) -> dict:
-        """Cluster options that reproduce a running cluster's shape, so ``ndbchaos status`` and
-        ``ndbchaos fault --project`` can attach to a cluster they did not start."""
-        return {}
+    # -- Rules -------------------------------------------------------------------------------
+    expectation = Part("rules")
+    partition_outcome = Part("rules")
+    probe_ports = Part("rules")
+    workload_params = Part("rules")
+    consistency_models = Part("rules")
+    crash_loss_window_s = Part("rules")
 
-    def partition_outcome(self, cluster: "ClusterHandle", components: list[list[str]]) -> dict:
-        """Which components of a clean partition keep serving by the engine's rules:
-        ``{"serving": [component, ...], "stopped": [...], "rule": "..."}``
-        (NDB: arbitration, docs/facts.md NDB 5.1; Galera: the quorum formula)."""
-        raise NotImplementedError(f"engine {self.name} has no partition rule")
+    # -- Logs --------------------------------------------------------------------------------
+    collect_events = Part("logs")
+    node_log_events = Part("logs")
 
-    def node_rejoining(self, status: ClusterStatus, node: str) -> bool:
-        """Is ``node`` in the middle of recovery (restarted, not yet healthy)? Default: its
-        container runs and its process answers, but its state is not healthy. NDB: a start
-        phase (``starting``) in ndb_mgm / ndbinfo.nodes."""
-        ns = status.node(node)
-        return ns.container == "running" and not ns.healthy and ns.state not in ("down", "unreachable", "gone")
+
+__all__ = ["Engine", "Part"]

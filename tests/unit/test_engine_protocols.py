@@ -1,7 +1,10 @@
 """The engine told in protocols (``ndbchaos.engines.protocols``): every engine, the toy one too,
 is each of ``Lifecycle``, ``Status``, ``Recovery``, ``Rules`` and ``Logs``, with call signatures
 that accept what the protocol says; ``Engine`` is exactly their sum, so a new member of it must be
-placed in one; the runtimes' own protocols name only what these do (besides the abilities)."""
+placed in one; the runtimes' own protocols name only what these do (besides the abilities). The
+shipped engines are composed of parts (``ndbchaos.engines.parts``): each protocol member is
+answered by the part of its protocol, no engine class is a mixin of its parts, and no part holds
+the engine."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ import inspect
 
 import pytest
 
-from ndbchaos.engines.base import Engine
+from ndbchaos.engines import parts as P
+from ndbchaos.engines.base import Engine, Part
 from ndbchaos.engines.galera import GaleraEngine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.protocols import PARTS, ClusterLog, Lifecycle, Logs, ManagementClient, Procedures, \
@@ -44,6 +48,8 @@ def public(cls: type) -> set[str]:
 def incompatible(impl, spec) -> str | None:
     """Why a call the protocol's signature allows would not be accepted by ``impl``, or None."""
     want, have = inspect.signature(spec).parameters, inspect.signature(impl).parameters
+    if inspect.ismethod(impl) and not inspect.ismethod(spec):  # a bound member: the spec's self is bound too
+        want = dict(list(want.items())[1:])
     kinds = {p.kind for p in have.values()}
     has_varargs, has_varkw = inspect.Parameter.VAR_POSITIONAL in kinds, inspect.Parameter.VAR_KEYWORD in kinds
     positional = [p for p in have.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
@@ -81,7 +87,7 @@ def test_every_engine_is_every_part(engine, proto):
     for name, spec in members(proto).items():
         assert hasattr(instance, name), f"{engine.__name__} has no {proto.__name__}.{name}"
         if spec is not None:
-            why = incompatible(getattr(engine, name), spec)
+            why = incompatible(getattr(instance, name), spec)
             assert why is None, f"{engine.__name__}.{name} against {proto.__name__}.{name}: {why}"
 
 
@@ -112,7 +118,7 @@ def test_abilities_are_what_an_engine_has_beyond_the_sum(engine, has):
     for ability in has:
         for name, spec in members(ability).items():
             if spec is not None:
-                assert incompatible(getattr(engine, name), spec) is None, f"{engine.__name__}.{name}"
+                assert incompatible(getattr(instance, name), spec) is None, f"{engine.__name__}.{name}"
     union = set().union(*(members(p) for p in PARTS))
     assert not union & set().union(*(members(a) for a in ABILITIES))
 
@@ -128,3 +134,42 @@ def test_the_runtimes_protocols_ask_only_what_the_parts_say():
         part = next((p for p in PARTS if name in members(p)), None)
         if part is not None and spec is not None and members(part)[name] is not None:
             assert incompatible(spec, members(part)[name]) is None, name
+
+
+#: the part attribute and default part class of each protocol
+PART_OF = {Lifecycle: ("lifecycle", P.LifecyclePart), Status: ("state", P.StatusPart),
+           Recovery: ("recovery", P.RecoveryPart), Rules: ("rules", P.RulesPart), Logs: ("logs", P.LogsPart)}
+
+
+@pytest.mark.parametrize("engine", (NdbEngine, GaleraEngine), ids=lambda e: e.__name__)
+def test_shipped_engines_are_composed_of_parts(engine):
+    assert engine.__mro__[1:] == (Engine, object), "an engine is composed of parts, not mixed from them"
+    instance = engine()
+    for proto, (attr, default) in PART_OF.items():
+        part = getattr(instance, attr)
+        assert isinstance(part, default), f"{engine.__name__}.{attr} is not a {default.__name__}"
+        for name, spec in members(proto).items():
+            if spec is None:  # an attribute (the account, the roles): the engine's own
+                continue
+            assert name not in vars(engine), f"{engine.__name__} defines {name} itself: its {attr} part answers it"
+            assert isinstance(vars(Engine)[name], Part) and vars(Engine)[name].part == attr
+            assert getattr(instance, name).__self__ is part, f"{engine.__name__}.{name} is not its {attr} part's"
+
+
+@pytest.mark.parametrize("engine", (NdbEngine, GaleraEngine), ids=lambda e: e.__name__)
+def test_no_part_holds_the_engine(engine):
+    """A part is given the parts it asks, never the engine: what depends on what is read from the
+    constructors."""
+    instance = engine()
+    parts = [v for v in vars(instance).values() if type(v).__module__.startswith("ndbchaos.engines")]
+    assert len(parts) >= 5
+    for part in parts:
+        for name, value in vars(part).items():
+            assert value is not instance, f"{type(part).__name__}.{name} is the engine"
+
+
+def test_a_subclass_may_still_answer_a_member_itself():
+    """The toy engine of the extension tests overrides one rule on the engine class: that wins."""
+    toy = ToyEngine()
+    assert toy.consistency_models("list_append", {}).models == ("serializable",)
+    assert toy.workload_params("bank") == {} and toy.rules.consistency_models("x", {}).models == ("read-committed",)

@@ -240,17 +240,22 @@ def test_armed_now_reads_only_the_current_process():
 
 
 def test_probe_says_why_a_plain_build_cannot_play():
-    class Probe(EIN.ErrorInsertMixin):
-        TAMPER_WAIT_S = 0.05
-
-        def __init__(self, answer, tamper):
-            self.answer, self.tamper = answer, tamper
+    class Shell:
+        def __init__(self, answer):
+            self.answer = answer
 
         def mgm_report(self, cluster):
             return SimpleNamespace(node=lambda i: SimpleNamespace(started=True)), "mgm1"
 
         def mgm(self, cluster, command, timeout=10):
             return self.answer
+
+    class Probe(EIN.NdbErrorInserts):
+        TAMPER_WAIT_S = 0.05
+
+        def __init__(self, answer, tamper):
+            super().__init__(Shell(answer))
+            self.tamper = tamper
 
         def tamper_since(self, cluster, node, since):
             return self.tamper

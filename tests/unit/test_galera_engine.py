@@ -7,7 +7,7 @@ import pytest
 
 from ndbchaos.vocabulary import ClusterStatus, NodeStatus
 from ndbchaos.resources import COMPOSE_DIR
-from ndbchaos.engines.galera import GaleraEngine
+from ndbchaos.engines.galera import GaleraEngine, data_count
 from ndbchaos.engines.galera import rules as G
 
 CNF = Path(COMPOSE_DIR) / "galera" / "galera.cnf"
@@ -60,7 +60,7 @@ def test_quorum_expectation(data, lost, graceful, survives):
 def test_data_node_count_is_validated():
     from ndbchaos.errors import UsageError
     with pytest.raises(UsageError):
-        GaleraEngine().data_count({"galera_data_nodes": 5})
+        data_count({"galera_data_nodes": 5})
 
 
 def _status(nodes, expected=3):
@@ -128,7 +128,7 @@ def test_bootstrap_refuses_when_a_position_cannot_be_recovered(monkeypatch):
         "data2": (b"", b"2026-11-23 16:01:06 0 [ERROR] WSREP: rsync SST method requires wsrep_cluster_address "
                        b"to be configured on startup.\n2026-11-23 16:01:06 0 [ERROR] Aborting\n")})
     with pytest.raises(ClusterNotReady) as ei:
-        GaleraEngine().bootstrap(cl)
+        GaleraEngine().recovery.bootstrap(cl)
     assert "data2" in str(ei.value) and "Aborting" in str(ei.value)
 
 

@@ -9,7 +9,8 @@ import pytest
 from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.engines.ndb import NdbEngine
-from ndbchaos.engines.ndb.lifecycle import CLUSTERLOG
+from ndbchaos.engines.ndb.recovery import NdbRecovery
+from ndbchaos.engines.ndb.shell import CLUSTERLOG
 
 V = "8.4.7-ndb-8.4.7"
 
@@ -99,8 +100,8 @@ def engine(cl, mgm_out=None, probe=None, calls=None):
             return (0, mgm_out) if mgm_out is not None else (-1, "Unable to connect")
         return 0, "0\n" if "skip_networking" in text else ""
 
-    eng._exec = fake_exec
-    eng.sql_probe = probe or (lambda node, full=False: {"nodes": rows([11, 12, 13, 14]),
+    eng.shell.exec = fake_exec
+    eng.state.sql_probe = probe or (lambda node, full=False: {"nodes": rows([11, 12, 13, 14]),
                                                         **({"arbitrator": ARB, "membership": MEMB} if full else {})})
     return eng
 
@@ -205,7 +206,7 @@ def test_status_reapplies_clusterlog_after_a_mgm_restart():
     cl = make()
     calls = []
     eng = engine(cl, show_text({}), calls=calls)
-    eng._clusterlog_applied = {"mgm1": "t0", "mgm2": "t0"}
+    eng.shell._clusterlog_applied = {"mgm1": "t0", "mgm2": "t0"}
     cl.containers["mgm2"].attrs["State"]["StartedAt"] = "t9"  # restarted behind our back
     eng.status(cl)
     assert [n for n, c in calls if CLUSTERLOG in " ".join(c)] == ["mgm2"]
@@ -217,7 +218,7 @@ def test_start_order(monkeypatch):
     eng = engine(cl, show_text({}))
     cl.compose = lambda *a, **k: order.append(a[-1] if a[-1].startswith(("mgm", "data", "sql")) else a)
     cl.wait_healthy = lambda timeout: order.append("healthy") or eng.status(cl)
-    monkeypatch.setattr(eng, "_check_subnet_free", lambda cluster: None)
+    monkeypatch.setattr(eng.lifecycle, "_check_subnet_free", lambda cluster: None)
     eng.start(cl)
     assert order == ["mgm2", "data4", "sql2", "healthy"]  # last service of each compose call: mgm, data, sql
 
@@ -297,7 +298,7 @@ def test_rejoin_of_a_node_that_does_not_shut_down_is_an_error(monkeypatch):
     from ndbchaos.errors import NdbChaosError
     cl = make()
     eng = engine(cl, show_text({12: "not connected"}))
-    monkeypatch.setattr(NdbEngine, "THAW_SHUTDOWN_BOUND", 0.3)
+    monkeypatch.setattr(NdbRecovery, "THAW_SHUTDOWN_BOUND", 0.3)
     with pytest.raises(NdbChaosError) as ei:
         eng.rejoin(cl, [cl.topology.node("data2")])
     assert "still runs" in str(ei.value)
@@ -309,11 +310,11 @@ def test_a_data_node_with_only_its_angel_left_has_stopped():
     cl = make({"data3": "exited"})
     eng = NdbEngine()
     counts = {"data1": "2\n", "data2": "1\n"}
-    eng._exec = lambda cluster, node, cmd, timeout=10: (0, counts[node.name])
+    eng.shell.exec = lambda cluster, node, cmd, timeout=10: (0, counts[node.name])
     assert not eng.process_stopped(cl, cl.topology.node("data1"))
     assert eng.process_stopped(cl, cl.topology.node("data2"))
     assert eng.process_stopped(cl, cl.topology.node("data3"))  # container exited
-    eng._exec = lambda cluster, node, cmd, timeout=10: (-1, "container is paused")
+    eng.shell.exec = lambda cluster, node, cmd, timeout=10: (-1, "container is paused")
     assert not eng.process_stopped(cl, cl.topology.node("data1"))  # cannot tell: not stopped
     assert not eng.process_stopped(cl, cl.topology.node("sql1"))
 
@@ -357,28 +358,28 @@ class _Conn:
 def test_a_stale_monitoring_connection_is_replaced_not_reported():
     import mysql.connector.errors as ME
 
-    from ndbchaos.engines.base import Engine
+    from ndbchaos.engines.parts import Account, Monitor
     from ndbchaos.topology import Node
-    e = Engine()
+    e = Monitor(Account("chaos", "chaos", "ndbchaos"))
     node = Node("sql1", "sql", "sql1", "sql1", None, 21, "127.0.0.1")
     stale = _Conn(fail=ME.OperationalError(msg="MySQL Connection not available."))
-    e._mon["sql1"] = stale
+    e._conns["sql1"] = stale
     opened = []
 
     def fresh(n):
-        if n.name not in e._mon:
-            e._mon[n.name] = _Conn()
+        if n.name not in e._conns:
+            e._conns[n.name] = _Conn()
             opened.append(n.name)
-        return e._mon[n.name]
+        return e._conns[n.name]
 
-    e._monitor = fresh
-    assert e.monitor_query(node, lambda cur: {"nodes": [11]}) == {"nodes": [11]}
+    e._open = fresh
+    assert e.query(node, lambda cur: {"nodes": [11]}) == {"nodes": [11]}
     assert stale.closed and opened == ["sql1"]
     # a failure that took time (a frozen server: the read timeout) is reported, not retried
     slow = _Conn(fail=ME.OperationalError(msg="timed out"), delay=0.6)
-    e._mon["sql1"] = slow
+    e._conns["sql1"] = slow
     opened.clear()
-    out = e.monitor_query(node, lambda cur: {"nodes": [11]})
+    out = e.query(node, lambda cur: {"nodes": [11]})
     assert "timed out" in out["error"] and opened == []
 
 

@@ -147,8 +147,8 @@ def engine(cl, mgm_out=None, views=None):
             out.update(arbitrator=v.get("arbitrator", ARB1), membership=v.get("membership", MEMB))
         return out
 
-    eng._exec = fake_exec
-    eng.sql_probe = fake_probe
+    eng.shell.exec = fake_exec
+    eng.state.sql_probe = fake_probe
     return eng
 
 

@@ -218,7 +218,7 @@ def test_probe_ports_of_a_generated_layout(tools):
     settings.use(settings.current().with_options(ndb_layout="nodegroups=3,replicas=2"))
     eng = NdbEngine()
     data6 = _topology(SP.parse("nodegroups=3,replicas=2")).node("data6")
-    assert data6.nodeid == 16 and eng._config_node(data6)[0].node_id == 16
+    assert data6.nodeid == 16 and eng.layouts._config_node(data6)[0].node_id == 16
     assert eng.probe_ports(data6) == [2202]
 
 

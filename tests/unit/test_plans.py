@@ -25,7 +25,7 @@ def ndb_cluster(arbitrator: int | None = 1):
     nodes += [TP.Node(f"sql{i}", TP.SQL, f"p-sql{i}-1", nodeid=50 + i, sql_port=3305 + i, serves_sql=True)
               for i in (1, 2)]
     engine = NdbEngine()
-    engine._running_arbitrator = lambda cluster, cands, by_id: (arbitrator, "test")
+    engine.state.running_arbitrator = lambda cluster, cands, by_id: (arbitrator, "test")
     engine.succession = lambda cluster: [cluster.topology.node(n) for n in ("data1", "data2", "data3", "data4")]
     return SimpleNamespace(topology=TP.Topology("p", "ndb", nodes), engine=engine, options={})
 

@@ -5,9 +5,15 @@ Roles: ``data`` = mariadbd (also the SQL endpoint, same container), ``arbitrator
 Facts used here are in docs/facts.md (Galera) (A1 quorum, A2 status, A3 client errors,
 A4 recovery).
 
-The package: ``lifecycle`` (images, compose, start, recovery and bootstrap), ``status`` (wsrep
-status, loss and rejoin judgement), ``rules`` (timers, the quorum expectation and partition
-outcome, pure), ``logs`` (the mariadbd error log reader), ``errors`` (Galera's client errors).
+The engine is composed of its parts (``ndbchaos.engines.parts``):
+
+* ``GaleraLifecycle`` (``lifecycle``): images, compose, start;
+* ``GaleraStatus`` (``status``): the wsrep status variables, loss and rejoin judgement;
+* ``GaleraRecovery`` (``lifecycle``): node restart, the whole-cluster bootstrap;
+* ``GaleraRules`` (here): the quorum expectation and partition outcome (``rules``: timers and
+  formulas, pure), the consistency models, the probe ports;
+* the default Logs part, with ``logs`` (the mariadbd error log reader) behind ``ndbchaos.events``;
+  ``errors``: Galera's client errors.
 """
 
 from __future__ import annotations
@@ -15,22 +21,20 @@ from __future__ import annotations
 from ... import topology as TP
 from ...vocabulary import Expectation, TxnModels
 from ..base import Engine
+from ..parts import RulesPart
 from . import rules
-from .lifecycle import LifecycleMixin
-from .status import StatusMixin
+from .lifecycle import GaleraLifecycle, GaleraRecovery
+from .rules import data_count
+from .status import GaleraStatus
 
 
-class GaleraEngine(LifecycleMixin, StatusMixin, Engine):
-    name = "galera"
-    table_engine = "InnoDB"
-    sql_roles = (TP.DATA,)
-    monitor_init = ("SET SESSION wsrep_sync_wait=0",)  # a status read must never block
+class GaleraRules(RulesPart):
+    """The Rules part: the quorum rule and the configured timers, what a workload must show."""
 
-    # -- expectations -------------------------------------------------------------------------
     def expectation(self, family: str, cluster, **kw) -> Expectation:
         """Expected outcome of a fault family, from the quorum rule and the configured timers
         (``rules.expectation``); ``members`` defaults to every data node and garbd."""
-        return rules.expectation(family, self.data_count(cluster.options), **kw)
+        return rules.expectation(family, data_count(cluster.options), **kw)
 
     def partition_outcome(self, cluster, components) -> dict:
         """Galera quorum on a clean partition of a healthy cluster (``rules.partition_outcome``):
@@ -63,8 +67,20 @@ class GaleraEngine(LifecycleMixin, StatusMixin, Engine):
         """gcomm first (the peer traffic a partition must cut), then SQL on data nodes."""
         return [self.GCOMM_PORT, 3306] if node.role == TP.DATA else [self.GCOMM_PORT]
 
-    def options_from_topology(self, topology) -> dict:
-        return {"galera_data_nodes": len(topology.data_nodes)}
 
 
-__all__ = ["GaleraEngine"]
+class GaleraEngine(Engine):
+    name = "galera"
+    table_engine = "InnoDB"
+    sql_roles = (TP.DATA,)
+    monitor_init = ("SET SESSION wsrep_sync_wait=0",)  # a status read must never block
+
+    def __init__(self):
+        super().__init__()
+        self.lifecycle = GaleraLifecycle(self.account)
+        self.state = GaleraStatus(self.monitor)
+        self.recovery = GaleraRecovery(self.state, self.monitor)
+        self.rules = GaleraRules()
+
+
+__all__ = ["GaleraEngine", "data_count"]

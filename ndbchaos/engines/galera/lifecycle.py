@@ -1,5 +1,6 @@
 """Images, compose, start and recovery of the Galera cluster (mariadbd + garbd), including the
-whole-cluster bootstrap of docs/facts.md Galera A4."""
+whole-cluster bootstrap of docs/facts.md Galera A4: the Lifecycle part (``GaleraLifecycle``) and
+the Recovery part (``GaleraRecovery``)."""
 
 from __future__ import annotations
 
@@ -10,17 +11,24 @@ from typing import TYPE_CHECKING
 
 from ...runtimes import docker
 from ... import topology as TP
-from ...errors import ClusterNotReady, NdbChaosError, UsageError
+from ...errors import ClusterNotReady, NdbChaosError
 from ...resources import BUILD, COMPOSE_DIR
 from ...settings import current
 from ...waiting import wait_until
+from ..parts import Account, LifecyclePart, Monitor, RecoveryPart
+from .rules import data_count
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtimes.compose.cluster import ComposeCluster
+    from .status import GaleraStatus
 
 
-class LifecycleMixin:
-    """image, compose files and environment, start, prepare, recover_nodes, bootstrap."""
+
+class GaleraLifecycle(LifecyclePart):
+    """The Lifecycle part: image, compose files and environment, start, prepare."""
+
+    def __init__(self, account: Account):
+        self.account = account
 
     # -- images and compose ---------------------------------------------------------------
     def image(self, options: dict) -> str:
@@ -43,17 +51,11 @@ class LifecycleMixin:
         if r.returncode != 0 or not docker.image_present(img):
             raise NdbChaosError(f"building {img} failed (see the output above)")
 
-    def data_count(self, options: dict) -> int:
-        n = int(options.get("galera_data_nodes") or 2)
-        if n not in (2, 3):
-            raise UsageError(f"--galera-data-nodes must be 2 or 3, not {n}")
-        return n
-
     def compose_files(self, options: dict) -> list[Path]:
         return [COMPOSE_DIR / "galera.yml"] + [Path(p) for p in options.get("overlays", [])]
 
     def compose_env(self, options: dict) -> dict[str, str]:
-        n = self.data_count(options)
+        n = data_count(options)
         env = {
             "NDBCHAOS_GALERA_IMAGE": self.image(options),
             "GALERA_PEERS": ",".join(f"data{i}" for i in range(1, n + 1)),
@@ -63,20 +65,18 @@ class LifecycleMixin:
         return env
 
     def compose_profiles(self, options: dict) -> list[str]:
-        return ["three"] if self.data_count(options) == 3 else []
-
-    def expected_members(self, cluster) -> int:
-        return self.data_count(cluster.options) + 1  # garbd votes and counts in wsrep_cluster_size
+        return ["three"] if data_count(options) == 3 else []
 
     # -- start ------------------------------------------------------------------------------
     def start(self, cluster: ComposeCluster) -> None:
         cluster.compose("up", "-d", "--pull", "never", "data1")
         cluster.discover()
         self._wait_local_sql(cluster, "data1", 90)
+        a = self.account
         self._exec_sql(cluster, "data1",
-                       f"CREATE USER IF NOT EXISTS '{self.sql_user}'@'%' IDENTIFIED BY '{self.sql_password}';"
-                       f"GRANT ALL PRIVILEGES ON *.* TO '{self.sql_user}'@'%';"
-                       f"CREATE DATABASE IF NOT EXISTS {self.sql_database};")
+                       f"CREATE USER IF NOT EXISTS '{a.user}'@'%' IDENTIFIED BY '{a.password}';"
+                       f"GRANT ALL PRIVILEGES ON *.* TO '{a.user}'@'%';"
+                       f"CREATE DATABASE IF NOT EXISTS {a.database};")
         # Joiners get the user and database by state transfer from data1.
         cluster.compose("up", "-d", "--pull", "never")
 
@@ -105,7 +105,17 @@ class LifecycleMixin:
     def prepare(self, cluster) -> None:
         pass  # the user and database were created in start(); nothing else to do
 
-    # -- recovery -------------------------------------------------------------------------------
+    def options_from_topology(self, topology) -> dict:
+        return {"galera_data_nodes": len(topology.data_nodes)}
+
+
+class GaleraRecovery(RecoveryPart):
+    """The Recovery part: a node restart, or the whole-cluster bootstrap when no data node is
+    left serving. Asks the Status part whether a node serves."""
+
+    def __init__(self, state: GaleraStatus, monitor: Monitor):
+        self.state, self.monitor = state, monitor
+
     def recover_nodes(self, cluster, nodes) -> None:
         """Node restart: start the container again; mariadbd rejoins (IST or SST) from a serving
         peer by itself. When no data node is left serving, that cannot work: the restarted nodes
@@ -133,7 +143,7 @@ class LifecycleMixin:
                 return False
         except Exception:
             return False
-        v = self.node_vars(node) if node.sql_port else {}
+        v = self.state.node_vars(node) if node.sql_port else {}
         return v.get("wsrep_cluster_status", "").lower() == "primary" and v.get("wsrep_ready") == "ON"
 
     def bootstrap(self, cluster, timeout: float = 180) -> dict:
@@ -146,7 +156,7 @@ class LifecycleMixin:
         members = data + cluster.topology.role(TP.ARBITRATOR)
         cluster.note("galera_bootstrap_begin")
         for n in members:
-            self._drop_monitor(n.name)
+            self.monitor.drop(n.name)
             c = cluster.container(n)
             if docker.container_state(c) == "paused":
                 c.unpause()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from ...runtimes import docker
 from ... import topology as TP
 from ...vocabulary import ClusterStatus, NodeStatus
+from ..parts import StatusPart
+from .rules import data_count
 
 STATUS_VARS = ("wsrep_cluster_status", "wsrep_local_state_comment", "wsrep_ready", "wsrep_connected",
                "wsrep_cluster_size", "wsrep_cluster_conf_id", "wsrep_cluster_state_uuid",
@@ -13,8 +15,9 @@ STATUS_VARS = ("wsrep_cluster_status", "wsrep_local_state_comment", "wsrep_ready
 STATUS_SQL = "SHOW GLOBAL STATUS WHERE Variable_name IN (" + ",".join(f"'{v}'" for v in STATUS_VARS) + ")"
 
 
-class StatusMixin:
-    """node_vars, status, loss_detected, node_rejoining."""
+class GaleraStatus(StatusPart):
+    """The Status part: node_vars, status, expected_members, node_failed, loss_detected,
+    node_rejoining."""
 
     # -- status -------------------------------------------------------------------------------
     def node_vars(self, node: TP.Node) -> dict:
@@ -23,6 +26,9 @@ class StatusMixin:
             return dict(cur.fetchall())
 
         return self.monitor_query(node, query)
+
+    def expected_members(self, cluster) -> int:
+        return data_count(cluster.options) + 1  # garbd votes and counts in wsrep_cluster_size
 
     def status(self, cluster) -> ClusterStatus:
         topo = cluster.topology
@@ -41,7 +47,7 @@ class StatusMixin:
                     n = cluster.topology.node(n.name)
                 v = self.node_vars(n) if cstate == "running" and n.sql_port else {}
                 if cstate != "running":
-                    self._drop_monitor(n.name)
+                    self.monitor.drop(n.name)
                 if "error" in v or not v:
                     state = "down" if cstate != "running" else "unreachable"
                     ok = False

@@ -9,14 +9,21 @@ ndb/my.cnf) and the small layout ndb-small.yml.
 Facts used here are in docs/facts.md, NDB sections 2 (ndb_mgm output), 3 (cluster log), 4 (ndbinfo),
 5 (arbitration and survival rules, timeouts), 7 (restart semantics).
 
-The package:
+The engine is composed of its parts (``ndbchaos.engines.parts``), each given the parts it asks:
 
-* ``layout``: layouts, subnets, config files, compose files and environment, services, ports;
-* ``lifecycle``: start and readiness, the exec helpers (``mgm``, ``root_sql``), recovery,
-  graceful stop, rejoin after a freeze or a partition;
-* ``status``: ``status()``, loss and rejoin judgement, master and arbitrator in effect, events;
-* ``rules``, ``expectations``: the rules and the expectation of each fault family, as pure
-  functions of (topology, config, arbitrator in effect, keywords);
+* ``NdbLayouts`` (``layout``): layouts, subnets, config files (or the configuration adopted from
+  a running cluster), compose files and environment, services, ports;
+* ``NdbShell`` (``shell``): the commands run in the containers: ``mgm``, its report, ``root_sql``,
+  the cluster log levels;
+* ``NdbLifecycle`` (``lifecycle``): start and readiness, the first preparation;
+* ``NdbStatus`` and ``NdbLogs`` (``status``): ``status()``, loss and rejoin judgement, master and
+  arbitrator in effect; the events of the nodes' logs;
+* ``NdbRecovery`` (``recovery``): node and system restart, graceful stop, rejoin after a freeze or
+  a partition;
+* ``NdbRules`` (here): the expectation of each fault family and of a partition, with the
+  arbitrator in effect, from ``rules`` and ``expectations`` (pure functions of topology, config,
+  arbitrator in effect and keywords), and what a workload must show;
+* ``NdbErrorInserts`` (``errorinsert``): NDB's own failure points;
 * ``image``, ``config``, ``mgm``, ``ndbinfo``, ``clusterlog``: the image, config.ini, ndb_mgm
   output, ndbinfo tables and the cluster log follower;
 * ``logs`` (+ ``logtexts``, ``logignored``): the reader of NDB's logs; ``errors``: NDB's error
@@ -27,32 +34,30 @@ from __future__ import annotations
 
 from ... import topology as TP
 from ...vocabulary import Expectation, TxnModels
-from ..base import Engine
+from ..base import Engine, Part
+from ..parts import RulesPart
 from . import expectations, rules
 from .config import NdbConfig
-from .errorinsert import ErrorInsertMixin
-from .layout import LayoutMixin
-from .lifecycle import LifecycleMixin
+from .errorinsert import NdbErrorInserts
+from .layout import NdbLayouts
+from .lifecycle import NdbLifecycle
 from .procedures import NdbProcedures
-from .status import StatusMixin
+from .recovery import NdbRecovery
+from .shell import NdbShell
+from .status import NdbLogs, NdbStatus
 
 
-class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, ErrorInsertMixin, Engine):
-    name = "ndb"
-    table_engine = "NDBCLUSTER"
-    sql_roles = (TP.SQL,)
+class NdbRules(RulesPart):
+    """What NDB promises: the expectation of each fault family and the outcome of a partition
+    with the arbitrator in effect (asked of ``state``), from the configuration of ``layouts``; the
+    workloads' settings and consistency models."""
 
-    #: keywords each family reads (``expectations.FAMILY_KEYWORDS``)
-    FAMILY_KEYWORDS = expectations.FAMILY_KEYWORDS
-    #: the operator procedures of the ``operations`` family (the ability ``Procedures``)
-    procedures = NdbProcedures()
+    def __init__(self, layouts: NdbLayouts, state: NdbStatus):
+        self.layouts, self.state = layouts, state
 
-    def __init__(self):
-        super().__init__()
-        self._clusterlog_applied: dict[str, str] = {}  # mgm node -> container StartedAt
-        self._shipped_cfg: dict[str, NdbConfig] = {}  # layout -> its shipped config.ini, for probe_ports
+    def probe_ports(self, node) -> list[int]:
+        return self.layouts.probe_ports(node)
 
-    # -- what NDB promises to clients --------------------------------------------------------
     def workload_params(self, workload: str) -> dict:
         """NDB supports only READ COMMITTED (manual, "Limitations relating to transaction
         handling"): a plain SELECT over several rows reads each row's latest committed value as
@@ -94,7 +99,7 @@ class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, ErrorInsertMixin, Engi
     # -- expectations ---------------------------------------------------------------------------
     def timings(self, options: dict) -> dict:
         """The timing settings of the layout's config.ini (``rules.timings``)."""
-        return rules.timings(self.config(options))
+        return rules.timings(self.layouts.config(options))
 
     def _candidates(self, cluster, cfg: NdbConfig) -> tuple[list[int], dict]:
         by_id = {n.nodeid: n for n in cluster.topology.nodes if n.nodeid is not None}
@@ -102,16 +107,16 @@ class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, ErrorInsertMixin, Engi
 
     def expectation(self, family: str, cluster, **kw) -> Expectation:
         """The expected outcome of a fault family (``expectations.FAMILIES``), from
-        ``expectations.expectation`` with the arbitrator in effect (``_running_arbitrator``)
+        ``expectations.expectation`` with the arbitrator in effect (``running_arbitrator``)
         unless ``arbitrator=`` says which one (or None). See ``expectations.expectation`` for
         ``lost=<count>`` and the keywords each family reads."""
         expectations.check_family(family)
-        cfg = self.config(cluster.options)
+        cfg = self.layouts.config(cluster.options)
         in_effect = None
         if "arbitrator" not in kw:
-            in_effect = self._running_arbitrator(cluster, *self._candidates(cluster, cfg))[0]
+            in_effect = self.state.running_arbitrator(cluster, *self._candidates(cluster, cfg))[0]
         if "succession" in expectations.FAMILY_KEYWORDS[family] and "succession" not in kw:
-            kw["succession"] = [n.nodeid for n in self.succession(cluster)]
+            kw["succession"] = [n.nodeid for n in self.state.succession(cluster)]
         return expectations.expectation(family, cluster.topology, cfg, in_effect, **kw)
 
     _NO_ARB = object()  # partition_outcome(arbitrator=...) not given: find the one in effect
@@ -119,16 +124,70 @@ class NdbEngine(LayoutMixin, LifecycleMixin, StatusMixin, ErrorInsertMixin, Engi
     def partition_outcome(self, cluster, components: list[list[str]], alive: list[str] | None = None,
                           arbitrator=_NO_ARB) -> dict:
         """Which components of a clean partition keep running, by NDB's arbitration (ndb.md 5.1):
-        ``rules.partition_outcome`` with the arbitrator in effect (``_running_arbitrator``)
+        ``rules.partition_outcome`` with the arbitrator in effect (``running_arbitrator``)
         unless ``arbitrator=`` (name, node id or None) says which one."""
-        cfg = self.config(cluster.options)
+        cfg = self.layouts.config(cluster.options)
         rules.check_partition(cluster.topology, cfg, components)
         if arbitrator is self._NO_ARB:
-            arb, source = self._running_arbitrator(cluster, *self._candidates(cluster, cfg))
+            arb, source = self.state.running_arbitrator(cluster, *self._candidates(cluster, cfg))
         else:
             arb, source = arbitrator, "given"
         return rules.partition_outcome(cluster.topology, cfg, components, alive=alive, arbitrator=arb,
                                        arbitrator_source=source)
 
 
-__all__ = ["NdbEngine"]
+class NdbEngine(Engine):
+    """NDB composed of its parts; besides the protocols' members it answers for the abilities
+    (``ManagementClient``, ``ClusterLog``, ``Procedures``, ``InventoryCheck``) and what NDB's own
+    faults, procedures and commands ask of its layout, shell and error inserts."""
+
+    name = "ndb"
+    table_engine = "NDBCLUSTER"
+    sql_roles = (TP.SQL,)
+
+    #: keywords each family reads (``expectations.FAMILY_KEYWORDS``)
+    FAMILY_KEYWORDS = expectations.FAMILY_KEYWORDS
+    #: the operator procedures of the ``operations`` family (the ability ``Procedures``)
+    procedures = NdbProcedures()
+    #: how long a data node may take to log NDB_TAMPER (``NdbErrorInserts.TAMPER_WAIT_S``)
+    TAMPER_WAIT_S = NdbErrorInserts.TAMPER_WAIT_S
+
+    def __init__(self):
+        super().__init__()
+        self.layouts = NdbLayouts(self.sql_private_port)
+        self.shell = NdbShell()
+        self.lifecycle = NdbLifecycle(self.layouts, self.shell, self.account)
+        self.state = NdbStatus(self.monitor, self.shell, self.layouts)
+        self.recovery = NdbRecovery(self.shell, self.state)
+        self.rules = NdbRules(self.layouts, self.state)
+        self.logs = NdbLogs(self.name, self.log_roles)
+        self.error_inserts = NdbErrorInserts(self.shell)
+
+    # -- the layout (NDB's faults, procedures and commands; InventoryCheck) ---------------------
+    layout = Part("layouts")
+    layout_spec = Part("layouts")
+    layout_text = Part("layouts")
+    subnet = Part("layouts")
+    config = Part("layouts")
+    config_files = Part("layouts")
+    services = Part("layouts")
+    check_inventory = Part("layouts")
+    timings = Part("rules")
+
+    # -- the shell (ManagementClient) -----------------------------------------------------------
+    mgm = Part("shell")
+    mgm_report = Part("shell")
+    root_sql = Part("shell")
+
+    # -- the cluster log (ClusterLog) -----------------------------------------------------------
+    cluster_log_follower = Part("logs")
+
+    # -- error inserts (NDB's error_insert family) ------------------------------------------------
+    error_inserts_unavailable = Part("error_inserts")
+    tamper_since = Part("error_inserts")
+    armed_error_inserts = Part("error_inserts")
+    error_log = Part("error_inserts")
+    insert_error = Part("error_inserts")
+
+
+__all__ = ["NdbEngine", "NdbRules"]

@@ -31,6 +31,7 @@ from ...runtimes import docker
 from ... import topology as TP
 from ...waiting import wait_until
 from .clusterlog import DATADIR
+from .shell import NdbShell
 from .logs import parse_lines
 
 #: exit codes a data node stops with after an error insert fired: 2342 "Error insert executed"
@@ -190,8 +191,12 @@ def error_log_path(node: TP.Node) -> str:
     return f"{datadir}/ndb_{int(node.nodeid or 0)}_error.log"
 
 
-class ErrorInsertMixin:
-    """The NDB engine's side of error inserts: the probe, and reading what a data node said."""
+class NdbErrorInserts:
+    """The NDB engine's side of error inserts: the probe, arming a code through the management
+    client (``shell``), and reading what a data node said."""
+
+    def __init__(self, shell: NdbShell):
+        self.shell = shell
 
     #: how long a data node may take to log NDB_TAMPER after the management server answered (the
     #: mgmd sends TAMPER_ORD then a sync round trip, so it is close to synchronous; a loaded 2-core
@@ -211,14 +216,14 @@ class ErrorInsertMixin:
         return why
 
     def _probe_error_inserts(self, cluster) -> str | None:
-        rep, _ = self.mgm_report(cluster)
+        rep, _ = self.shell.mgm_report(cluster)
         started = [n for n in cluster.topology.data_nodes
                     if rep is not None and (m := rep.node(n.nodeid)) is not None and m.started]
         if not started:
             return "probe inconclusive: no data node is started to probe with ERROR 0"
         node = started[0]
         since = time.time() - 1
-        code, out, src = self.mgm(cluster, f"{node.nodeid} ERROR 0", timeout=20)
+        code, out, src = self.shell.mgm(cluster, f"{node.nodeid} ERROR 0", timeout=20)
         if "Invalid command" in (out or ""):
             return ("this cluster's ndb_mgm has no ERROR command (a build without error insertion): "
                     "set NDBCHAOS_NDB_DIST to an error-insert distribution (WITH_ERROR_INSERT=ON, e.g. "
@@ -265,13 +270,14 @@ class ErrorInsertMixin:
         c = cluster.container(node)
         if hasattr(c, "get_archive"):  # a container, running or stopped (a node the watchdog ended)
             return error_reports(docker.get_file(c, path).decode("utf-8", "replace"), node.nodeid)
-        code, out = self._exec(cluster, node, ["sh", "-c", f"cat {shlex.quote(path)} 2>/dev/null; exit 0"], timeout=20)
+        cat = f"cat {shlex.quote(path)} 2>/dev/null; exit 0"
+        code, out = self.shell.exec(cluster, node, ["sh", "-c", cat], timeout=20)
         return error_reports(out if code == 0 else "", node.nodeid)
 
     def insert_error(self, cluster, node: TP.Node, code: int, extra: int | None = None) -> tuple[int, str, str | None]:
         """``ndb_mgm -e "<nodeid> ERROR <code> [<extra>]"``: (exit code, output, management node)."""
         cmd = f"{node.nodeid} ERROR {int(code)}" + (f" {int(extra)}" if extra is not None else "")
-        return self.mgm(cluster, cmd, timeout=20)
+        return self.shell.mgm(cluster, cmd, timeout=20)
 
 
 def runtime_iso(wall: float) -> str:
@@ -280,5 +286,5 @@ def runtime_iso(wall: float) -> str:
     return dt.datetime.fromtimestamp(wall, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-__all__ = ["CODES", "Code", "ErrorInsertMixin", "INSERT_EXIT", "armed", "armed_now", "check_code", "describe",
+__all__ = ["CODES", "Code", "NdbErrorInserts", "INSERT_EXIT", "armed", "armed_now", "check_code", "describe",
            "error_log_path", "error_reports", "route", "tamper_lines"]

@@ -109,8 +109,18 @@ def _default_net(layout: str) -> str:
     return LAYOUTS[layout][3] if layout in LAYOUTS else GENERATED_NET
 
 
-class LayoutMixin:
-    """Images, compose files and their environment, config files, services, probe ports."""
+class NdbLayouts:
+    """The layouts part: images, compose files and their environment, config files (and the
+    configuration they make, or the one adopted from a running cluster), services, probe ports,
+    the options that reproduce a running cluster. The Lifecycle, Status and Rules parts ask it;
+    ``sql_port`` is the SQL port inside an SQL node's container."""
+
+    def __init__(self, sql_port: int = 3306):
+        self.sql_port = sql_port
+        #: the configuration read from a running cluster (an inventory's: ``check_inventory``);
+        #: when set, it is the configuration of this engine's cluster instead of a shipped config.ini
+        self._adopted: NdbConfig | None = None
+        self._shipped_cfg: dict[str, NdbConfig] = {}  # layout -> its shipped config.ini, for probe_ports
 
     # -- images and compose ---------------------------------------------------------------
     def image(self, options: dict) -> str:
@@ -167,10 +177,6 @@ class LayoutMixin:
             return ini_p, cnf_p
         return tuple(_cached(f"{src.stem}-{net}", src.suffix, replace_prefix(src.read_text(), default_net, net))
                      for src in (ini_p, cnf_p))
-
-    #: the configuration read from a running cluster (an inventory's: ``check_inventory``); when
-    #: set, it is the configuration of this engine's cluster instead of a shipped config.ini
-    _adopted: NdbConfig | None = None
 
     def config(self, options: dict) -> NdbConfig:
         if self._adopted is not None:
@@ -259,7 +265,7 @@ class LayoutMixin:
             out.setdefault(role, []).append((nid, name))
         return {r: [n for _, n in sorted(v)] for r, v in out.items()}
 
-    def _overlay_services(self, options: dict) -> list[str]:
+    def overlay_services(self, options: dict) -> list[str]:
         """Services the overlay compose files add (e.g. toxiproxy), in file order."""
         import yaml
         out: list[str] = []
@@ -267,10 +273,6 @@ class LayoutMixin:
             doc = yaml.safe_load(Path(p).read_text()) or {}
             out += [name for name in (doc.get("services") or {}) if name not in out]
         return out
-
-    def expected_members(self, cluster) -> int:
-        """Data nodes of the layout: what ndbinfo.nodes must list."""
-        return len(self.config(cluster.options).data_nodes)
 
     # -- facts for the fault catalogue (ndbchaos.faults) -------------------------------------------
     #: ndb_mgmd's PortNumber default (8.4 manual; docs/facts.md NDB 1.1: the image EXPOSEs 1186)
@@ -324,7 +326,7 @@ class LayoutMixin:
             v = (cn.get("ServerPort") if cn is not None else None) or cfg.data_param("ServerPort")
             return [int(v) if v else self.SERVER_PORT_DEFAULT]
         if node.role == TP.SQL:
-            return [self.sql_private_port]
+            return [self.sql_port]
         raise UsageError(f"{node.name}: role {node.role!r} is not a node of an NDB cluster (no port to probe)")
 
     def options_from_topology(self, topology) -> dict:

@@ -1,7 +1,7 @@
 """What an NDB cluster looks like right now: ``status()`` from ndb_mgm (SHOW + ALL STATUS, exec'd
 in the first management container that answers) and from ndbinfo through every SQL node, the
-judgement of a loss and of a rejoin, the master and the arbitrator in effect, and the events of
-the nodes' logs.
+judgement of a loss and of a rejoin, the master and the arbitrator in effect: the Status part
+(``NdbStatus``); and the events of the nodes' logs: the Logs part (``NdbLogs``).
 
 Healthy (ndb.md section 10): every data node ``started`` in ndb_mgm, every SQL node answering and
 listing every data node as STARTED in ``ndbinfo.nodes``, and exactly one agreed, connected
@@ -14,18 +14,29 @@ from ...runtimes import docker
 from ... import topology as TP
 from ...events import merge_streams
 from ...vocabulary import ClusterStatus, NodeStatus
+from ..parts import LogsPart, Monitor, StatusPart
 from .clusterlog import ClusterLogFollower
-from .lifecycle import PROBE_MGM_CLIENT
-from .mgm import MgmReport, parse_mgm, parse_show
+from .layout import NdbLayouts
+from .mgm import parse_show
+from .shell import NdbShell
 from .ndbinfo import arbitrator_summary, arbitrator_validity_summary, nodes_ready, president, started_ids, succession
 from .ndbinfo import membership as read_membership
 from .ndbinfo import nodes as read_nodes
 from .rules import arbitrator_candidates
 
 
-class StatusMixin:
-    """status, mgm_report, sql_probe, loss_detected, node_rejoining, master_node,
-    arbitrator_in_effect, collect_events."""
+class NdbStatus(StatusPart):
+    """status, sql_probe, expected_members, node_failed, loss_detected, node_rejoining,
+    master_node, succession, arbitrator_in_effect: read through the monitoring connections, the
+    management client (``shell``) and the layout's configuration (``layouts``)."""
+
+    def __init__(self, monitor: Monitor, shell: NdbShell, layouts: NdbLayouts):
+        super().__init__(monitor)
+        self.shell, self.layouts = shell, layouts
+
+    def expected_members(self, cluster) -> int:
+        """Data nodes of the layout: what ndbinfo.nodes must list."""
+        return len(self.layouts.config(cluster.options).data_nodes)
 
     # -- status -------------------------------------------------------------------------------
     def sql_probe(self, node: TP.Node, full: bool = False) -> dict:
@@ -49,9 +60,9 @@ class StatusMixin:
                 cstates[n.name] = docker.container_state(cluster.container(n))
             except Exception:
                 cstates[n.name] = "gone"
-        rep, mgm_source = self.mgm_report(cluster)
+        rep, mgm_source = self.shell.mgm_report(cluster)
         if rep is not None:
-            self._reapply_clusterlog(cluster, cstates)
+            self.shell.reapply_clusterlog(cluster, cstates)
         nodes: list[NodeStatus] = []
         problems: list[str] = []
         # SQL nodes first: their view of ndbinfo is the fallback when no management node answers.
@@ -63,7 +74,7 @@ class StatusMixin:
                 topo = cluster.topology
                 n = topo.node(n.name)
             if cstates[n.name] != "running" or not n.sql_port:
-                self._drop_monitor(n.name)
+                self.monitor.drop(n.name)
                 sql_views[n.name] = {"error": f"container {cstates[n.name]}"}
                 continue
             v = self.sql_probe(n, full=not full_done)
@@ -232,23 +243,6 @@ class StatusMixin:
         views = (set(ids) for ids in (status.summary.get("sql_started") or {}).values())
         return any(want <= ids and not (lost_ids & ids) for ids in views)
 
-    def mgm_report(self, cluster) -> tuple[MgmReport | None, str | None]:
-        """SHOW + ALL STATUS from the first management node that answers, parsed together."""
-        script = " ".join(PROBE_MGM_CLIENT) + " -e show; echo; " + " ".join(PROBE_MGM_CLIENT) + " -e 'all status'"
-        for n in sorted(cluster.topology.role(TP.MGM), key=lambda n: n.nodeid or 0):
-            try:
-                if docker.container_state(cluster.container(n)) != "running":
-                    continue
-            except Exception:
-                continue
-            _, out = self._exec(cluster, n, ["sh", "-c", script], timeout=20)
-            if "Cluster Configuration" not in out:
-                continue
-            rep = parse_mgm(out)
-            if rep.nodes:
-                return rep, n.name
-        return None, None
-
     # -- roles in effect -------------------------------------------------------------------
     def master_node(self, cluster):
         """The master (president) data node: the ``*`` of ``ndb_mgm -e show`` (ndb.md 2.1) from
@@ -258,7 +252,7 @@ class StatusMixin:
         topo = cluster.topology
         data = {n.nodeid: n for n in topo.data_nodes}
         try:
-            code, out, _ = self.mgm(cluster, "show")
+            code, out, _ = self.shell.mgm(cluster, "show")
         except Exception:  # no Docker, a container vanished: no answer, not an error
             code, out = -1, ""
         if code == 0 and "Cluster Configuration" in out:
@@ -295,13 +289,13 @@ class StatusMixin:
     def arbitrator_in_effect(self, cluster):
         """The management node the data nodes use as arbitrator now: ndbinfo's
         arbitrator_validity_summary through an SQL node; else the first running candidate by
-        ArbitrationRank (``_running_arbitrator``)."""
-        cfg = self.config(cluster.options)
+        ArbitrationRank (``running_arbitrator``)."""
+        cfg = self.layouts.config(cluster.options)
         by_id = {n.nodeid: n for n in cluster.topology.nodes if n.nodeid is not None}
-        nid, _ = self._running_arbitrator(cluster, [i for i in arbitrator_candidates(cfg) if i in by_id], by_id)
+        nid, _ = self.running_arbitrator(cluster, [i for i in arbitrator_candidates(cfg) if i in by_id], by_id)
         return by_id.get(nid)
 
-    def _running_arbitrator(self, cluster, candidates: list[int], by_id: dict) -> tuple[int | None, str]:
+    def running_arbitrator(self, cluster, candidates: list[int], by_id: dict) -> tuple[int | None, str]:
         """The arbitrator in effect: what ndbinfo.arbitrator_validity_summary says through an SQL
         node; else the first candidate by ArbitrationRank whose container runs; else, when no
         container state can be read (no Docker), the first candidate of the configuration."""
@@ -359,7 +353,11 @@ class StatusMixin:
             return state == "unreachable" and d.get("mgm_state") == "connected"
         return super().node_rejoining(status, node)
 
-    # -- events ------------------------------------------------------------------------------
+
+class NdbLogs(LogsPart):
+    """The events of a run: every data node's own log and the cluster log of every management
+    node, merged; and a follower of a management node's cluster log (the ability ``ClusterLog``)."""
+
     def collect_events(self, cluster, since: float) -> list[dict]:
         """Events from run time ``since``: the cluster log of every running management node
         (each gets every data node's reports; a killed ndb_mgmd misses what happened while it was

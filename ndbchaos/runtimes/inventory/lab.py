@@ -89,10 +89,10 @@ def up(inventory: str | Path = EXAMPLE, timeout: float = 600, say=print) -> Inve
     for n in topo.role(TP.MGM):
         cluster.container(n).start()
     for n in topo.role(TP.MGM):
-        engine._wait_mgm(cluster, n, min(90.0, d.remaining()))
+        engine.shell.wait_mgm(cluster, n, min(90.0, d.remaining()))
     for n in topo.data_nodes:
         cluster.container(n).start()
-    engine._wait_data_started(cluster, d)
+    engine.lifecycle.wait_data_started(cluster, d)
     for n in topo.role(TP.SQL):
         cluster.container(n).start()
     for n in topo.role(TP.SQL):  # the first start initializes the data directory first
@@ -100,7 +100,7 @@ def up(inventory: str | Path = EXAMPLE, timeout: float = 600, say=print) -> Inve
         wait_until(lambda h=h: (h.reload() or True) and h.status == "running", min(180.0, d.remaining()), poll=1.0,
                    on_timeout=lambda n=n: NdbChaosError(f"lab: {n.name}'s mysqld did not start (see {h.start_log} "
                                                         f"and its log on host {n.name})"))
-        engine._wait_local_sql(cluster, n, d)
+        engine.lifecycle.wait_local_sql(cluster, n, d)
     cluster.up(timeout=d.remaining())
     say(f"lab: cluster healthy on the hosts in {time.monotonic() - t0:.0f} s; "
         f"run: pytest -m datanode_loss --inventory {inventory}")
