@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .anomaly import Analysis, Anomaly, Step
-from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, Component, SearchTimeout, classify, components
+from .graph import PROCESS, REALTIME, SEARCH_ORDER, SHAPES, SearchTimeout, classify
+from .search import Component, components
 from ..history.interchange import without_gc
 from .history import NO_TIME, TxnHistory
 from .list_append import analyze as analyze_list_append
@@ -151,8 +152,9 @@ def _check(h: TxnHistory, opts: CheckOptions) -> TxnVerdict:
         if not (dst < g.n).any():  # no edge into a transaction (real-time order's own nodes aside)
             found["empty-transaction-graph"] = [Anomaly("empty-transaction-graph", [],
                                                         why="no transaction depends on another: nothing to check")]
+        seen: dict[bytes, list] = {}  # a component's cycles by its signature, in its nodes' places
         for comp in comps:
-            for kind, cyc in _cycles(comp, order, opts):
+            for kind, cyc in _cycles_of(comp, order, opts, seen):
                 cases = found.setdefault(kind, [])
                 # every cycle is counted; the first few are explained
                 cases.append(_cycle_anomaly(cyc, analysis, h) if len(cases) < opts.max_cases or isinstance(cyc, str)
@@ -215,6 +217,22 @@ def _severity(kind: str):
                                          "duplicate-elements", "garbage-read", "cyclic-versions", "future-read",
                                          "internal", "lost-update") + SEARCH_ORDER)}
     return order.get(kind, len(order)), kind
+
+
+def _cycles_of(comp: Component, order: int, opts: CheckOptions, seen: dict) -> list[tuple[str, list | str]]:
+    """``_cycles``, searched once per signature (``Component.signature``): a component like one
+    searched before has its cycles, renamed. A search that ran out of time is not kept."""
+    sig = comp.signature()
+    local = seen.get(sig)
+    nodes = comp.nodes
+    if local is None:
+        out = _cycles(comp, order, opts)
+        if not any(kind == "cycle-search-timeout" for kind, _c in out):
+            place = {n: i for i, n in enumerate(nodes.tolist())}
+            seen[sig] = [(kind, [(place[n], r) for n, r in cyc]) for kind, cyc in out]
+        return out
+    names = nodes.tolist()
+    return [(kind, [(names[i], r) for i, r in cyc]) for kind, cyc in local]
 
 
 def _cycles(comp: Component, order: int, opts: CheckOptions) -> list[tuple[str, list | str]]:

@@ -20,18 +20,17 @@ Strongly connected components are computed in C (scipy.sparse.csgraph); a cycle 
 inside one. Each anomaly is a shape of cycle (``SHAPES``): the relations it may use, how many RW
 edges it needs and whether two may be adjacent, and which relations it must contain. The search
 is a breadth-first search over (node, shape state) from one of the shape's required edges back
-to its tail: the first cycle it finds is among the shortest through that edge.
+to its tail: the first cycle it finds is among the shortest through that edge (``search``).
 """
 
 from __future__ import annotations
 
-import time
 from array import array
-from collections import deque
 from dataclasses import dataclass
-from operator import attrgetter
 
 import numpy as np
+
+from .txn_arrays import LazyTxns, column
 
 WW, WR, RW, PROCESS, REALTIME = 1, 2, 4, 8, 16
 DATA = WW | WR | RW
@@ -122,6 +121,15 @@ class DepGraph:
     # -- process and real-time order ----------------------------------------------------------
     def add_process_order(self, txns) -> None:
         """Each committed transaction to the next committed transaction of its process."""
+        if isinstance(txns, LazyTxns):  # integer processes, ids their places: on the arrays
+            ok = np.flatnonzero(column(txns, "type") == 0)
+            by = np.lexsort((column(txns, "cmp")[ok], column(txns, "process")[ok]))
+            order, proc = ok[by], column(txns, "process")[ok][by]
+            nxt = proc[1:] == proc[:-1]
+            self.src.frombytes(order[:-1][nxt].astype(np.int64).tobytes())
+            self.dst.frombytes(order[1:][nxt].astype(np.int64).tobytes())
+            self.rel.frombytes(bytes([PROCESS]) * int(nxt.sum()))
+            return
         last: dict = {}
         for t in sorted((t for t in txns if t.type == 0), key=lambda t: t.cmp):
             prev = last.get(t.process)
@@ -133,14 +141,13 @@ class DepGraph:
         """T1 -> T2 whenever T1 completed (ok) before T2 was invoked (T2 ok or info), through the
         chain of completion nodes: T1 -> its completion's node -> the next ... -> the last
         completion before T2's invocation -> T2."""
-        n = len(txns)
-        typ = np.fromiter(map(attrgetter("type"), txns), dtype=np.int8, count=n)
-        all_ids = np.fromiter(map(attrgetter("id"), txns), dtype=np.int64, count=n)
+        typ = column(txns, "type")
+        all_ids = column(txns, "id")
         ok = typ == 0
         if not ok.any():
             return
-        cmp_all = np.fromiter(map(attrgetter("cmp"), txns), dtype=np.int64, count=n)
-        inv_all = np.fromiter(map(attrgetter("inv"), txns), dtype=np.int64, count=n)
+        cmp_all = column(txns, "cmp")
+        inv_all = column(txns, "inv")
         ids, cmp_ = all_ids[ok], cmp_all[ok]
         order = np.argsort(cmp_, kind="stable")
         ids, times = ids[order], cmp_[order]
@@ -179,7 +186,7 @@ class DepGraph:
         the completion position a real-time chain node stands for. Process and real-time edges
         always rise in it; when every edge does, the graph has no cycle (``components``)."""
         rank = np.empty(self.total, dtype=np.int64)
-        rank[:self.n] = 2 * np.fromiter(map(attrgetter("cmp"), txns), dtype=np.int64, count=self.n)
+        rank[:self.n] = 2 * column(txns, "cmp")
         rank[self.n:] = 2 * np.asarray(self.rt_time, dtype=np.int64) + 1
         return rank
 
@@ -217,232 +224,5 @@ def sccs(n: int, src, dst) -> list[np.ndarray]:
     return [order[lo:hi] for lo, hi in zip(bounds[0].tolist(), bounds[1].tolist())]
 
 
-def components(n: int, n_txn: int, src, dst, rels, rank: np.ndarray | None = None) -> list["Component"]:
-    """The graph's nontrivial strongly connected components, each with its own edges (those
-    between two of its nodes), grouped in one pass. ``rank`` (``DepGraph.ranks``), when given:
-    if every edge rises in it, the graph is acyclic and has none, found without the component
-    search (nor its import)."""
-    if not len(src):
-        return []
-    if rank is not None and bool((rank[src] < rank[dst]).all()):
-        return []
-    labels, big, order, bounds = _nontrivial(n, src, dst)
-    if not len(big):
-        return []
-    ls = labels[src]
-    inner = (ls == labels[dst]) & np.isin(ls, big)
-    e_order = np.argsort(ls[inner], kind="stable")
-    es, ed, er = src[inner][e_order], dst[inner][e_order], rels[inner][e_order]
-    e_bounds = np.searchsorted(ls[inner][e_order], np.stack([big, big + 1]))
-    return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[e_bounds[0, i]:e_bounds[1, i]],
-                      ed[e_bounds[0, i]:e_bounds[1, i]], er[e_bounds[0, i]:e_bounds[1, i]], n_txn)
-            for i in range(len(big))]
-
-
-#: components up to this many nodes are searched without first projecting them per shape
-SMALL = 64
-
-
-class Component:
-    """One strongly connected component, ready for the cycle search: its nodes (sorted) and the
-    edges between them, as adjacency lists."""
-
-    def __init__(self, nodes: np.ndarray, src, dst, rels, n_txn: int):
-        self.nodes = nodes
-        self.n_txn = n_txn
-        self.src, self.dst, self.rels = src, dst, rels
-        self.edges = list(zip(src.tolist(), dst.tolist(), rels.tolist()))
-        adj: dict[int, list] = {}
-        for a, b, r in self.edges:
-            if a in adj:
-                adj[a].append((b, r))
-            else:
-                adj[a] = [(b, r)]
-        self.adj = adj
-
-    @property
-    def txn_count(self) -> int:
-        return int((self.nodes < self.n_txn).sum())
-
-    def projected_labels(self, mask: int) -> dict[int, int] | None:
-        """Node -> component label in the projection on ``mask`` (only nodes of nontrivial
-        components), or None when the projection has no cycle."""
-        keep = (self.rels & mask) != 0
-        if not keep.any():
-            return None
-        # the component's nodes are sorted: local ids by binary search
-        ls = np.searchsorted(self.nodes, self.src[keep])
-        ld = np.searchsorted(self.nodes, self.dst[keep])
-        comps = sccs(len(self.nodes), ls, ld)
-        if not comps:
-            return None
-        nodes = self.nodes.tolist()
-        return {nodes[i]: c for c, comp in enumerate(comps) for i in comp.tolist()}
-
-    def find(self, shape: Shape, deadline: float) -> list[tuple[int, int]] | None:
-        """A cycle of ``shape`` in this component as ``[(node, rel of the step from it), ...]``
-        (transaction nodes only, real-time chain hops folded into one step), or None. Raises
-        SearchTimeout past ``deadline`` (time.monotonic())."""
-        if len(self.nodes) > SMALL:  # prune: a cycle of the shape lies in one projected component
-            labels = self.projected_labels(shape.rels)
-            if labels is None:
-                return None
-        else:
-            labels = None
-        if shape.rw != NONE:
-            first = RW
-        elif shape.required:
-            first = shape.required[0]
-        else:
-            first = shape.rels
-        if labels is None:
-            starts = [(a, b) for a, b, r in self.edges if r & first]
-        else:
-            starts = [(a, b) for a, b, r in self.edges
-                      if r & first and labels.get(a) is not None and labels.get(a) == labels.get(b)]
-        first_rel = next(r for r in _REL_ORDER if r & first)
-        for a, b in starts:
-            if time.monotonic() > deadline:
-                raise SearchTimeout()
-            path = self._bfs(shape, a, b, first_rel, deadline)
-            if path is not None:
-                return self._fold([(a, first_rel)] + path)
-        return None
-
-    def _bfs(self, shape: Shape, u: int, v: int, first_rel: int, deadline: float):
-        """Shortest path v -> u such that the cycle u -first_rel-> v -> ... -> u has ``shape``."""
-        req = shape.required
-        nreq = len(req)
-        full = (1 << nreq) - 1
-
-        def step(state, rel):
-            # state: (rw count capped at 2, last step was rw, adjacent rw seen, required bits)
-            cnt, last_rw, adj, seen = state
-            if rel == RW:
-                if shape.rw == NONE:
-                    return None
-                cnt = min(cnt + 1, 2)
-                if shape.rw == SINGLE and cnt > 1:
-                    return None
-                if last_rw:
-                    if shape.rw == NONADJACENT:
-                        return None
-                    adj = True
-                last_rw = True
-            else:
-                last_rw = False
-            for i in range(nreq):
-                if rel & req[i]:
-                    seen |= 1 << i
-            return cnt, last_rw, adj, seen
-
-        def accepts(state) -> bool:
-            cnt, last_rw, adj, seen = state
-            if seen != full:
-                return False
-            wrap = last_rw and first_rel == RW
-            if shape.rw == NONE:
-                return cnt == 0
-            if shape.rw == SINGLE:
-                return cnt == 1
-            if shape.rw == NONADJACENT:
-                return cnt >= 2 and not wrap
-            return cnt >= 2 and (adj or wrap)
-
-        s0 = step((0, False, False, 0), first_rel)
-        if s0 is None:
-            return None
-        start = (v, s0)
-        if v == u and accepts(s0):
-            return []
-        # 0-1 breadth-first: a step into a real-time chain node costs nothing, a step into a
-        # transaction one, so the cycle found has as few transactions as any through this edge
-        n_txn = self.n_txn
-        parent = {start: None}
-        dist = {start: 0}
-        queue = deque([(0, start)])
-        rels_allowed = shape.rels
-        adj_of = self.adj
-        expanded = 0
-        while queue:
-            d, key = queue.popleft()
-            if d != dist[key]:
-                continue  # reached again more cheaply since
-            node, state = key
-            if node == u and key != start and accepts(state):
-                path = []
-                k = key
-                while parent[k] is not None:
-                    pk, r = parent[k]
-                    path.append((pk[0], r))
-                    k = pk
-                return path[::-1]
-            expanded += 1
-            if not expanded & 1023 and time.monotonic() > deadline:
-                raise SearchTimeout()
-            for nxt, rmask in adj_of.get(node, ()):
-                rmask &= rels_allowed
-                if not rmask:
-                    continue
-                cost = 0 if nxt >= n_txn else 1
-                for rel in _REL_ORDER:
-                    if not rmask & rel:
-                        continue
-                    ns = step(state, rel)
-                    if ns is None:
-                        continue
-                    nk = (nxt, ns)
-                    nd = d + cost
-                    if nd < dist.get(nk, nd + 1):
-                        dist[nk] = nd
-                        parent[nk] = (key, rel)
-                        if cost:
-                            queue.append((nd, nk))
-                        else:
-                            queue.appendleft((nd, nk))
-        return None
-
-    def _fold(self, steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """The cycle between transactions: a transaction's step into the real-time chain is
-        already REALTIME and stands for the whole hop to the next transaction, so the chain's
-        own nodes are dropped."""
-        return [(node, rel) for node, rel in steps if node < self.n_txn]
-
-    def any_cycle(self, deadline: float) -> list[tuple[int, int]] | None:
-        """Some cycle (the fallback when the search ran out of time): from the first node, the
-        shortest way back to it."""
-        for u in self.nodes.tolist():
-            if u >= self.n_txn:
-                continue
-            for v, rmask in self.adj.get(u, ()):
-                rel = next(r for r in _REL_ORDER if r & rmask)
-                path = self._bfs_any(u, v, deadline)
-                if path is not None:
-                    return self._fold([(u, rel)] + path)
-        return None
-
-    def _bfs_any(self, u: int, v: int, deadline: float):
-        parent = {v: None}
-        queue = deque([v])
-        while queue:
-            node = queue.popleft()
-            if time.monotonic() > deadline:
-                return None
-            for nxt, rmask in self.adj.get(node, ()):
-                if nxt in parent:
-                    continue
-                parent[nxt] = (node, next(r for r in _REL_ORDER if r & rmask))
-                if nxt == u:
-                    path = []
-                    k = nxt
-                    while parent[k] is not None:
-                        pk, r = parent[k]
-                        path.append((pk, r))
-                        k = pk
-                    return path[::-1]
-                queue.append(nxt)
-        return None
-
-
-__all__ = ["DATA", "PROCESS", "REALTIME", "REL_NAMES", "RW", "SEARCH_ORDER", "SHAPES", "WR", "WW", "Component",
-           "DepGraph", "SearchTimeout", "Shape", "classify", "components", "sccs"]
+__all__ = ["DATA", "PROCESS", "REALTIME", "REL_NAMES", "RW", "SEARCH_ORDER", "SHAPES", "WR", "WW",
+           "DepGraph", "SearchTimeout", "Shape", "classify", "sccs"]

@@ -93,6 +93,9 @@ class TxnHistory:
         return iter(self.txns)
 
     def counts(self) -> dict[str, int]:
+        arrays = getattr(self.txns, "arrays", None)
+        if arrays is not None:
+            return dict(zip(TYPE_NAMES, (int(x) for x in __import__("numpy").bincount(arrays.type, minlength=3))))
         c = [0, 0, 0]
         for t in self.txns:
             c[t.type] += 1
@@ -204,6 +207,12 @@ class TxnHistory:
             out = cls.from_history(run, str(p))
             out.model = model
             return out
+        if head[:1] == b"{" and not _looks_edn(head):
+            from .scan import scan  # JSON lines of the common shape, straight into arrays
+            from .txn_arrays import LazyTxns
+            arrays = scan(data)
+            if arrays is not None:
+                return cls(LazyTxns(arrays), str(p))
         with without_gc():  # millions of small containers: the collector would run for nothing
             if head[:1] in (b"[", b"{") and not _looks_edn(head):
                 events = _json_events(data, str(p))

@@ -25,12 +25,21 @@ from .anomaly import Analysis
 from .graph import RW, WR, WW, DepGraph
 from .history import FAIL, OK, TxnHistory
 from .pairs import Coder, ints, lookups
+from .txn_arrays import ranges
 
 
 def analyze(h: TxnHistory, finish) -> Analysis | None:
     """The analysis, or None for a history the reference must read (module docstring).
     ``finish(index, add)``: the reference's own writing of the rare cases (``list_append``)."""
-    txns = h.txns
+    arrays = getattr(h.txns, "arrays", None)
+    got = _from_arrays(arrays) if arrays is not None else _from_objects(h.txns)
+    return None if got is None else _analyze(h.txns, finish, *got)
+
+
+def _from_objects(txns):
+    """What the inference reads, copied out of the transactions' micro-ops: per transaction its
+    type and how many micro-ops; per micro-op its key and whether it appends; the appended
+    values; the committed reads' lengths, elements and values (a function of the read's number)."""
     n = len(txns)
     if not n:
         return None
@@ -61,6 +70,29 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     elems = ints(list(chain.from_iterable(rv)))
     if elems is None:
         return None
+    return types, mt, ks, is_app, av, ok_read, rlen, elems, rv.__getitem__
+
+
+def _from_arrays(a):
+    """The same from ``TxnArrays`` (a history read by ``scan``), without a copy per micro-op."""
+    n = len(a)
+    if not n:
+        return None
+    types = a.type
+    mt = np.repeat(np.arange(n, dtype=np.int64), a.mlen)
+    is_app = a.app
+    ok_read = ~is_app & (types[mt] == OK)
+    read_pos = np.flatnonzero(ok_read)
+    rlen = np.maximum(a.rlen[read_pos], 0)  # a committed read of unknown value reads the empty list
+    elems = a.elems[ranges(a.roff[read_pos], rlen)]
+
+    def read_value(r: int) -> tuple:
+        return a.read_value(int(read_pos[r])) or ()
+    return types, mt, a.key, is_app, a.val[is_app], ok_read, rlen, elems, read_value
+
+
+def _analyze(txns, finish, types, mt, ks, is_app, av, ok_read, rlen, elems, read_value) -> Analysis | None:
+    n = len(txns)
     app_pos = np.flatnonzero(is_app)
     a_t, a_k = mt[app_pos], ks[app_pos]
     read_pos = np.flatnonzero(ok_read)
@@ -70,7 +102,7 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
         return None
 
     # -- who appended what: every completed transaction's appends, each value once per key
-    lookup = lookups(coder, len(mops))
+    lookup = lookups(coder, len(ks))
     a_code = coder.code(a_k, av)
     writers = lookup(a_code)
     if writers.repeated():
@@ -81,7 +113,8 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
         return np.where(hit, a_t[row], -1), row
 
     # -- version orders: each key's longest committed read, every other read a prefix of it
-    roff = np.zeros(len(rv) + 1, dtype=np.int64)
+    n_reads = len(rlen)
+    roff = np.zeros(n_reads + 1, dtype=np.int64)
     np.cumsum(rlen, out=roff[1:])
     ne = np.flatnonzero(rlen > 0)
     by_key = ne[np.lexsort((-rlen[ne], r_k[ne]))]  # per key, longest first (then the earliest)
@@ -133,7 +166,7 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     rel.append(np.full(int(m.sum()), WW, dtype=np.uint8))
     # rw: every committed read of the state the append followed -> the appender
     r_last = np.where(rlen > 0, coder.code(r_k, elems[np.maximum(roff[1:] - 1, 0)] if len(elems)
-                                           else np.zeros(len(rv), dtype=np.int64)), coder.code(r_k, None))
+                                           else np.zeros(n_reads, dtype=np.int64)), coder.code(r_k, None))
     readers = lookup(r_last)
     lo, hi = readers.ranges(prev[live])
     cnt = hi - lo
@@ -161,7 +194,7 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     # twice
     o_at = np.arange(len(o_code), dtype=np.int64) - np.repeat(o_start, o_len)  # place in its key's order
     o_failed = types[o_writer] == FAIL
-    g1a = np.zeros(len(rv), dtype=bool)
+    g1a = np.zeros(n_reads, dtype=bool)
     if o_failed.any():  # a read holds a failed append when it reaches past the first in its key's order
         first_failed = np.full(len(o_keys), np.iinfo(np.int64).max)
         np.minimum.at(first_failed, np.searchsorted(o_keys, o_key[o_failed]), o_at[o_failed])
@@ -170,7 +203,7 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
     again = np.zeros(len(a_t), dtype=bool)  # an append followed by another of its txn to its key
     same = (a_t[a_order][1:] == a_t[a_order][:-1]) & (a_k[a_order][1:] == a_k[a_order][:-1])
     again[a_order[:-1][same]] = True
-    g1b = np.zeros(len(rv), dtype=bool)
+    g1b = np.zeros(n_reads, dtype=bool)
     g1b[ne] = again[w_row] & (w != r_t[ne]) & (w >= 0)
     a_at = np.full(len(a_code), -1, dtype=np.int64)  # each append's place in its key's order (-1: unread)
     if len(o_code):
@@ -190,11 +223,11 @@ def analyze(h: TxnHistory, finish) -> Analysis | None:
         has_intermediate = bool(again.any())
         twice_txns = [txns[i] for i in suspects.tolist()]
         #: lost updates: [(key, version read, [txn ids])], in the order the reference finds them
-        lost_updates = [(rk_list[r], rv[r], ts) for r, ts in lost]
+        lost_updates = [(rk_list[r], read_value(r), ts) for r, ts in lost]
 
         @staticmethod
         def read(i: int):
-            return owner[i], rk_list[i], rv[i]
+            return owner[i], rk_list[i], read_value(i)
 
         @staticmethod
         def writer(k, v):

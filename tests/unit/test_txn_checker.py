@@ -369,7 +369,7 @@ def test_components_with_ranks_agree_with_the_search(seed):
     """Given ranks, a graph whose edges all rise in them has no component; any other graph gets
     the components the search finds without them."""
     import numpy as np
-    from ndbchaos.txn.graph import components
+    from ndbchaos.txn.search import components
     rng = np.random.default_rng(seed)
     n = int(rng.integers(2, 60))
     rank = rng.permutation(n).astype(np.int64)

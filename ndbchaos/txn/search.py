@@ -1,0 +1,298 @@
+"""The cycle search in the dependency graph (``graph``): its strongly connected components, each
+with its own edges, and the search for a cycle of an anomaly's shape in one.
+
+The search is a 0-1 breadth-first search over (node, shape state) pairs from one of the shape's
+required edges back to its tail (``Component.find``). A shape state is how many RW edges the path
+holds (capped at 2), whether its last step was RW, whether two RW were adjacent, and which
+required relations it holds: a small automaton per shape (``_automaton``), its states numbered,
+so that a pair is one integer and a step one look-up.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from functools import lru_cache
+
+import numpy as np
+
+from .graph import _REL_ORDER, ADJACENT, NONADJACENT, NONE, RW, SINGLE, SearchTimeout, Shape, _nontrivial, sccs
+
+def components(n: int, n_txn: int, src, dst, rels, rank: np.ndarray | None = None) -> list["Component"]:
+    """The graph's nontrivial strongly connected components, each with its own edges (those
+    between two of its nodes), grouped in one pass. ``rank`` (``DepGraph.ranks``), when given:
+    if every edge rises in it, the graph is acyclic and has none, found without the component
+    search (nor its import)."""
+    if not len(src):
+        return []
+    if rank is not None and bool((rank[src] < rank[dst]).all()):
+        return []
+    labels, big, order, bounds = _nontrivial(n, src, dst)
+    if not len(big):
+        return []
+    ls = labels[src]
+    inner = (ls == labels[dst]) & np.isin(ls, big)
+    e_order = np.argsort(ls[inner], kind="stable")
+    es, ed, er = src[inner][e_order], dst[inner][e_order], rels[inner][e_order]
+    e_bounds = np.searchsorted(ls[inner][e_order], np.stack([big, big + 1]))
+    return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[e_bounds[0, i]:e_bounds[1, i]],
+                      ed[e_bounds[0, i]:e_bounds[1, i]], er[e_bounds[0, i]:e_bounds[1, i]], n_txn)
+            for i in range(len(big))]
+
+
+#: components up to this many nodes are searched without first projecting them per shape
+SMALL = 64
+
+
+class Component:
+    """One strongly connected component, ready for the cycle search: its nodes (sorted) and the
+    edges between them, as adjacency lists."""
+
+    def __init__(self, nodes: np.ndarray, src, dst, rels, n_txn: int):
+        self.nodes = nodes
+        self.n_txn = n_txn
+        self.src, self.dst, self.rels = src, dst, rels
+        self._adj = None
+
+    @property
+    def edges(self) -> list[tuple[int, int, int]]:
+        self._build()
+        return self._edges
+
+    @property
+    def adj(self) -> dict[int, list]:
+        self._build()
+        return self._adj
+
+    def _build(self) -> None:
+        if self._adj is not None:
+            return
+        self._edges = list(zip(self.src.tolist(), self.dst.tolist(), self.rels.tolist()))
+        adj: dict[int, list] = {}
+        for a, b, r in self._edges:
+            if a in adj:
+                adj[a].append((b, r))
+            else:
+                adj[a] = [(b, r)]
+        self._adj = adj
+
+    def signature(self) -> bytes:
+        """The component up to the names of its nodes: which are transactions, and its edges
+        between the nodes' places in ``nodes`` (sorted, as the edges are). Two components with
+        the same signature hold the same cycles, renamed (the search visits both alike)."""
+        ls = np.searchsorted(self.nodes, self.src).astype(np.int32)
+        ld = np.searchsorted(self.nodes, self.dst).astype(np.int32)
+        return b"".join((len(self.nodes).to_bytes(4, "little"), (self.nodes < self.n_txn).tobytes(),
+                         ls.tobytes(), ld.tobytes(), self.rels.tobytes()))
+
+    @property
+    def txn_count(self) -> int:
+        return int((self.nodes < self.n_txn).sum())
+
+    def projected_labels(self, mask: int) -> dict[int, int] | None:
+        """Node -> component label in the projection on ``mask`` (only nodes of nontrivial
+        components), or None when the projection has no cycle."""
+        keep = (self.rels & mask) != 0
+        if not keep.any():
+            return None
+        # the component's nodes are sorted: local ids by binary search
+        ls = np.searchsorted(self.nodes, self.src[keep])
+        ld = np.searchsorted(self.nodes, self.dst[keep])
+        comps = sccs(len(self.nodes), ls, ld)
+        if not comps:
+            return None
+        nodes = self.nodes.tolist()
+        return {nodes[i]: c for c, comp in enumerate(comps) for i in comp.tolist()}
+
+    def find(self, shape: Shape, deadline: float) -> list[tuple[int, int]] | None:
+        """A cycle of ``shape`` in this component as ``[(node, rel of the step from it), ...]``
+        (transaction nodes only, real-time chain hops folded into one step), or None. Raises
+        SearchTimeout past ``deadline`` (time.monotonic())."""
+        if len(self.nodes) > SMALL:  # prune: a cycle of the shape lies in one projected component
+            labels = self.projected_labels(shape.rels)
+            if labels is None:
+                return None
+        else:
+            labels = None
+        if shape.rw != NONE:
+            first = RW
+        elif shape.required:
+            first = shape.required[0]
+        else:
+            first = shape.rels
+        if labels is None:
+            starts = [(a, b) for a, b, r in self.edges if r & first]
+        else:
+            starts = [(a, b) for a, b, r in self.edges
+                      if r & first and labels.get(a) is not None and labels.get(a) == labels.get(b)]
+        first_rel = next(r for r in _REL_ORDER if r & first)
+        for a, b in starts:
+            if time.monotonic() > deadline:
+                raise SearchTimeout()
+            path = self._bfs(shape, a, b, first_rel, deadline)
+            if path is not None:
+                return self._fold([(a, first_rel)] + path)
+        return None
+
+    def _bfs(self, shape: Shape, u: int, v: int, first_rel: int, deadline: float):
+        """Shortest path v -> u such that the cycle u -first_rel-> v -> ... -> u has ``shape``."""
+        moves, accepts, s0 = _automaton(shape, first_rel)
+        if s0 < 0:
+            return None
+        if v == u and accepts[s0]:
+            return []
+        ns_ = len(accepts)
+        start = v * ns_ + s0
+        # 0-1 breadth-first: a step into a real-time chain node costs nothing, a step into a
+        # transaction one, so the cycle found has as few transactions as any through this edge
+        n_txn = self.n_txn
+        parent = {start: None}
+        dist = {start: 0}
+        queue = deque([(0, start)])
+        rels_allowed = shape.rels
+        adj_of = self.adj
+        expanded = 0
+        while queue:
+            d, key = queue.popleft()
+            if d != dist[key]:
+                continue  # reached again more cheaply since
+            node, state = divmod(key, ns_)
+            if node == u and key != start and accepts[state]:
+                path = []
+                k = key
+                while parent[k] is not None:
+                    pk, r = parent[k]
+                    path.append((pk // ns_, r))
+                    k = pk
+                return path[::-1]
+            expanded += 1
+            if not expanded & 1023 and time.monotonic() > deadline:
+                raise SearchTimeout()
+            step = moves[state]
+            for nxt, rmask in adj_of.get(node, ()):
+                rmask &= rels_allowed
+                if not rmask:
+                    continue
+                cost = 0 if nxt >= n_txn else 1
+                nd = d + cost
+                for rel, ns in step[rmask]:
+                    nk = nxt * ns_ + ns
+                    if nd < dist.get(nk, nd + 1):
+                        dist[nk] = nd
+                        parent[nk] = (key, rel)
+                        if cost:
+                            queue.append((nd, nk))
+                        else:
+                            queue.appendleft((nd, nk))
+        return None
+
+    def _fold(self, steps: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The cycle between transactions: a transaction's step into the real-time chain is
+        already REALTIME and stands for the whole hop to the next transaction, so the chain's
+        own nodes are dropped."""
+        return [(node, rel) for node, rel in steps if node < self.n_txn]
+
+    def any_cycle(self, deadline: float) -> list[tuple[int, int]] | None:
+        """Some cycle (the fallback when the search ran out of time): from the first node, the
+        shortest way back to it."""
+        for u in self.nodes.tolist():
+            if u >= self.n_txn:
+                continue
+            for v, rmask in self.adj.get(u, ()):
+                rel = next(r for r in _REL_ORDER if r & rmask)
+                path = self._bfs_any(u, v, deadline)
+                if path is not None:
+                    return self._fold([(u, rel)] + path)
+        return None
+
+    def _bfs_any(self, u: int, v: int, deadline: float):
+        parent = {v: None}
+        queue = deque([v])
+        while queue:
+            node = queue.popleft()
+            if time.monotonic() > deadline:
+                return None
+            for nxt, rmask in self.adj.get(node, ()):
+                if nxt in parent:
+                    continue
+                parent[nxt] = (node, next(r for r in _REL_ORDER if r & rmask))
+                if nxt == u:
+                    path = []
+                    k = nxt
+                    while parent[k] is not None:
+                        pk, r = parent[k]
+                        path.append((pk, r))
+                        k = pk
+                    return path[::-1]
+                queue.append(nxt)
+        return None
+
+
+@lru_cache(maxsize=None)
+def _automaton(shape: Shape, first_rel: int):
+    """The states a path of ``shape`` goes through, after a first step of ``first_rel``, numbered:
+    (for each state, for each mask of relations, the (relation, next state) pairs it allows, in
+    ``_REL_ORDER``; whether each state closes a cycle of the shape; the first state, -1 if that
+    first step is not allowed). A state: (RW steps capped at 2, last step RW, two RW adjacent,
+    required relations seen, as bits)."""
+    req = shape.required
+    full = (1 << len(req)) - 1
+
+    def step(state, rel):
+        cnt, last_rw, adj, seen = state
+        if rel == RW:
+            if shape.rw == NONE:
+                return None
+            cnt = min(cnt + 1, 2)
+            if shape.rw == SINGLE and cnt > 1:
+                return None
+            if last_rw:
+                if shape.rw == NONADJACENT:
+                    return None
+                adj = True
+            last_rw = True
+        else:
+            last_rw = False
+        for i, r in enumerate(req):
+            if rel & r:
+                seen |= 1 << i
+        return cnt, last_rw, adj, seen
+
+    def accepts(state) -> bool:
+        cnt, last_rw, adj, seen = state
+        if seen != full:
+            return False
+        wrap = last_rw and first_rel == RW
+        if shape.rw == NONE:
+            return cnt == 0
+        if shape.rw == SINGLE:
+            return cnt == 1
+        if shape.rw == NONADJACENT:
+            return cnt >= 2 and not wrap
+        assert shape.rw == ADJACENT
+        return cnt >= 2 and (adj or wrap)
+
+    first = step((0, False, False, 0), first_rel)
+    if first is None:
+        return (), (), -1
+    ids = {first: 0}
+    todo = [first]
+    edges = []
+    while todo:
+        st = todo.pop()
+        for rel in _REL_ORDER:
+            nxt = step(st, rel)
+            if nxt is not None and nxt not in ids:
+                ids[nxt] = len(ids)
+                todo.append(nxt)
+            edges.append((ids[st], rel, None if nxt is None else ids[nxt]))
+    moves = [[() for _ in range(32)] for _ in ids]
+    by = {(a, rel): b for a, rel, b in edges}
+    for st, i in ids.items():
+        for mask in range(32):
+            moves[i][mask] = tuple((rel, by[i, rel]) for rel in _REL_ORDER
+                                   if mask & rel and by.get((i, rel)) is not None)
+    return moves, [accepts(st) for st in sorted(ids, key=ids.get)], 0
+
+
+__all__ = ["SMALL", "Component", "components"]
