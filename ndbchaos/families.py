@@ -39,6 +39,8 @@ OTHER_MARKERS = {
     "slow": "long-running",
     "soak": "load for a long time under a seeded random schedule of faults (ndbchaos.soak)",
     "txn": "transactional workloads under the catalogue's faults, judged by the anomaly checker (ndbchaos.txn)",
+    "replication": "two NDB clusters joined by NDB Cluster Replication, faults on the channel, judged by the "
+                   "convergence check (ndbchaos.replication)",
 }
 
 

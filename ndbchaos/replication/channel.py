@@ -88,6 +88,9 @@ class Lag:
     applied_epoch: int  # the newest epoch of the source's server ids in the replica's ndb_apply_status
     behind_epochs: int  # epochs in ndb_binlog_index above applied_epoch
     seconds: float | None  # since the oldest epoch not yet applied was first seen (None: never seen)
+    #: the replica could not be read: applied_epoch is the last one read before. Exact while the
+    #: applier is down (nothing else applies); otherwise the lag is at most this
+    stale: bool = False
 
     @property
     def behind_gci(self) -> int:
@@ -177,7 +180,8 @@ class LagTracker:
         if source_epoch and (not self.seen or source_epoch > self.seen[-1][1]):
             self.seen.append((t, source_epoch))
 
-    def observe(self, t: float, source_epoch: int, applied_epoch: int, behind_epochs: int) -> Lag:
+    def observe(self, t: float, source_epoch: int, applied_epoch: int, behind_epochs: int,
+                stale: bool = False) -> Lag:
         self.see(t, source_epoch)
         seconds: float | None
         if applied_epoch >= source_epoch:
@@ -185,11 +189,18 @@ class LagTracker:
         else:
             first = next((ts for ts, e in self.seen if e > applied_epoch), None)
             seconds = None if first is None else max(0.0, t - first)
-        return Lag(t, source_epoch, applied_epoch, behind_epochs, seconds)
+        return Lag(t, source_epoch, applied_epoch, behind_epochs, seconds, stale)
 
 
 def read_state(replica: Sql, t: float) -> ChannelState:
     return parse_state(t, replica.rows(STATE_SQL, timeout=15))
+
+
+def read_stale_lag(source: Sql, last_applied: int, tracker: LagTracker, t: float) -> Lag:
+    """The lag when the replica cannot be read: the source's index against the last applied
+    epoch read (``Lag.stale``)."""
+    newest, behind = parse_binlog(source.rows(binlog_sql(last_applied), timeout=15))
+    return tracker.observe(t, newest, last_applied, behind, stale=True)
 
 
 def read_lag(source: Sql, replica: Sql, source_ids: tuple[int, ...], tracker: LagTracker, t: float) -> Lag:

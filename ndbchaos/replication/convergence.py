@@ -19,7 +19,7 @@ Findings: ``lost`` (acknowledged, not on the replica), ``duplicated`` (a key rea
 in one snapshot), ``wrong`` (on both, another value than the source's final one), ``extra`` (on
 the replica, neither on the source nor a maybe), ``late`` (above), ``source_lost`` (acknowledged
 but not on the source either: the source's own durability failure, counted apart so the two are
-not confused). ``seconds`` is from ``since`` (the heal) to ``caught_up_at``.
+not confused). ``seconds`` is from ``since`` (the end of the load, or the heal) to ``caught_up_at``.
 
 For the ledger (insert-only, one row per id; its value is the id's slot, ``id // 10**9``) a key's
 final value is the one it was inserted with.
@@ -48,7 +48,7 @@ class Snapshot:
 @dataclass(frozen=True)
 class Convergence:
     converged: bool
-    seconds: float | None  # from the heal to the replica's catch-up; None: it never caught up
+    seconds: float | None  # from ``since`` to the catch-up (the fence); None: it never caught up
     rows: int  # rows on the replica in the judged snapshot
     lost: tuple[int, ...] = ()
     duplicated: tuple[int, ...] = ()
@@ -60,7 +60,7 @@ class Convergence:
 
     def summary(self) -> str:
         if self.converged:
-            return f"converged: {self.rows} rows on the replica, {self.seconds:.2f} s after the heal"
+            return f"converged: {self.rows} rows on the replica, fenced {self.seconds:.2f} s after the load stopped"
         return "NOT converged: " + "; ".join(self.why)
 
 

@@ -6,7 +6,8 @@ import yaml
 
 from ndbchaos.errors import UsageError
 from ndbchaos.replication.channel import (ChannelError, LagTracker, ReplicationError, applied_sql, binlog_sql, gci,
-                                          parse_binlog, parse_epoch, parse_state)
+                                          parse_binlog, parse_epoch, parse_state,
+                                          read_stale_lag)
 from ndbchaos.replication.layout import BINLOG_OPTIONS, PairLayout, cluster_options, overlay_text, sql_nodes
 
 
@@ -90,3 +91,18 @@ def test_epochs_seen_while_the_replica_cannot_be_read_count_in_the_lag():
     tr.see(2.0, e[2])
     tr.see(2.5, e[1])  # an older epoch changes nothing
     assert tr.observe(6.0, e[3], e[0], 3).seconds == pytest.approx(5.0)
+
+
+def test_a_stale_lag_compares_the_source_with_the_last_applied_epoch():
+    class Source:
+        name = "src/sql1"
+        asked: list = []
+
+        def rows(self, sql, timeout=30):
+            self.asked.append(sql)
+            return [[str((10 << 32) + 9), "4"]]
+
+    tr = LagTracker(seen=[(1.0, (10 << 32) + 6)])
+    lag = read_stale_lag(Source(), (10 << 32) + 5, tr, 3.0)
+    assert lag.stale and lag.behind_epochs == 4 and lag.seconds == pytest.approx(2.0)
+    assert "epoch > " + str((10 << 32) + 5) in Source.asked[0]

@@ -1,0 +1,111 @@
+"""The faults of the replication scenarios, each an inject and a heal on a ``ReplicationPair``:
+
+* the applier SQL node killed (SIGKILL of its container) and started again: a node restart of
+  an SQL node; the channel resumes from the replica's saved positions (8.4 manual, "Replication
+  and crash safety": the applier's position is kept in mysql.slave_relay_log_info, InnoDB);
+* the link cut (the applier detached from the source's network: its interface there is gone, so
+  the receiver's connection dies) and healed (attached again, another address).
+
+Each heal returns notes for the run (what it did, what it found).
+"""
+
+from __future__ import annotations
+
+from ..runtimes import docker
+from ..waiting import Deadline, wait_until
+from .channel import ReplicationError
+from .layout import REPLICA_NET_TIMEOUT_S
+from .pair import CONNECT_RETRY_S, PROBE_BOUND_S, ReplicationPair
+
+#: how long a restarted SQL node may take to answer SQL: ndb-wait-connected + ndb-wait-setup of
+#: the shipped my-small.cnf (60 s each: mysqld waits that long for the cluster, then for its NDB
+#: setup, docs/facts.md NDB 6.3), plus 30 s for the process' own start
+SQL_RESTART_BOUND_S = 60 + 60 + 30
+#: how long the channel may take to run again once its path is back: the receiver notices a
+#: dead connection after replica_net_timeout and retries every SOURCE_CONNECT_RETRY
+#: (``layout.REPLICA_NET_TIMEOUT_S``, ``pair.CONNECT_RETRY_S``), doubled for a retry that lands
+#: just before the path is back
+CHANNEL_BACK_BOUND_S = 2 * (REPLICA_NET_TIMEOUT_S + CONNECT_RETRY_S)
+
+
+def kill_applier(pair: ReplicationPair) -> None:
+    pair.replica.container(pair.replica.topology.node(pair.applier)).kill()
+
+
+def restart_applier(pair: ReplicationPair) -> list[str]:
+    """Start the applier's container again, wait until it answers SQL, re-attach the link if the
+    restart lost it, then wait for the channel: started by the server itself (skip_replica_start
+    is off) or, if it stays stopped without an error, by START REPLICA. A channel stopped on an
+    error is left as it is: the convergence check judges what it did."""
+    node = pair.replica.topology.node(pair.applier)
+    d = Deadline(SQL_RESTART_BOUND_S)
+    pair.replica.engine.recover_nodes(pair.replica, [node])
+    app = pair.sql("replica")
+
+    def answers():
+        try:
+            return app.rows("SELECT 1") == [["1"]]
+        except ReplicationError:
+            return False
+
+    wait_until(answers, SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
+        f"{app.name} did not answer SQL within {SQL_RESTART_BOUND_S}s of its restart"))
+    notes = [f"{pair.applier} answered SQL {d.elapsed():.1f}s after its restart"]
+    c = pair.replica.container(node)
+    c.reload()
+    net = pair._source_network()
+    if net.name not in ((c.attrs.get("NetworkSettings") or {}).get("Networks") or {}):
+        pair.link()
+        notes.append("the link was gone after the restart: attached again")
+    notes += _channel_back(pair)
+    return notes
+
+
+def restore(pair: ReplicationPair) -> list[str]:
+    """Back to a running, verified channel before a scenario (after one that failed half-way):
+    the applier started if it is down, the link attached, the channel started; then the probe."""
+    notes = []
+    c = pair.replica.container(pair.replica.topology.node(pair.applier))
+    if docker.container_state(c) != "running":
+        notes += restart_applier(pair)
+    if not pair.linked:
+        notes += heal_link(pair)
+    if not pair.state().running:
+        pair.sql("replica").rows("START REPLICA")
+        notes.append("START REPLICA")
+    pair.verify(CHANNEL_BACK_BOUND_S + PROBE_BOUND_S)
+    return notes
+
+
+def cut_link(pair: ReplicationPair) -> None:
+    pair.unlink()
+
+
+def heal_link(pair: ReplicationPair) -> list[str]:
+    pair.link()
+    return ["applier attached to the source's network again"] + _channel_back(pair)
+
+
+def _channel_back(pair: ReplicationPair) -> list[str]:
+    d = Deadline(CHANNEL_BACK_BOUND_S)
+    st = [pair.state()]
+
+    def running():
+        st[0] = pair.state()
+        return st[0].running or (st[0].applier == "OFF" and st[0].last_error is not None
+                                 and st[0].last_error.where != "receiver")
+
+    try:
+        wait_until(running, CHANNEL_BACK_BOUND_S, 0.25)
+    except Exception:
+        pass
+    if st[0].running:
+        return [f"channel running {d.elapsed():.1f}s after the heal"]
+    if st[0].applier == "OFF" and st[0].receiver == "OFF" and not st[0].errors:
+        pair.sql("replica").rows("START REPLICA")
+        return [f"channel stopped without an error after the heal: START REPLICA ({st[0].describe()})"]
+    return [f"channel not running {d.elapsed():.1f}s after the heal: {st[0].describe()}"]
+
+
+__all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "heal_link", "kill_applier",
+           "restart_applier", "restore"]

@@ -1,0 +1,133 @@
+"""NDB Cluster Replication between two clusters started here (issue 42), on the real engine.
+
+One pair for the module (``ReplicationPair``: a source of two binlog SQL nodes, the shipped small
+layout as the replica, the applier attached to the source's network), its channel verified with a
+probe row before anything runs; torn down at the end, and nothing labelled with either project
+may be left. Each scenario runs the ledger's load on the source, breaks the replica side or the
+link, heals it, and ends with the convergence check: every insert acknowledged on the source is
+on the replica exactly once (``ndbchaos.replication.convergence``).
+
+    NDBCHAOS_NDB_DIST=... pytest tests/integration/test_replication.py -m replication -p no:cacheprovider
+"""
+
+import time
+
+import pytest
+
+from ndbchaos.errors import NdbChaosError
+from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, SQL_RESTART_BOUND_S, cut_link, heal_link,
+                                         kill_applier, restart_applier, restore)
+from ndbchaos.replication.layout import PairLayout
+from ndbchaos.replication.pair import ReplicationPair
+from ndbchaos.replication.run import SAMPLE_S, ReplicationRun
+
+from .helpers import labelled, skip_without_ndb
+
+pytestmark = [pytest.mark.replication]
+
+#: how long each fault is held: long enough for a backlog of a few hundred epochs (one every
+#: TimeBetweenEpochs, 100 ms by default) under the ledger's load
+HOLD_S = 10.0
+
+
+def _applies_within(hold_s: float) -> float:
+    """The bound on applying a backlog built up over ``hold_s``: the applier kept up with the same
+    load before the fault (lag 0 in the baseline), so applying the backlog may take as long as the
+    load took to write it, doubled for the batch's start [inference, not an NDB setting]."""
+    return 2 * hold_s
+
+
+@pytest.fixture(scope="module")
+def pair():
+    skip_without_ndb()
+    p = ReplicationPair.create()
+    t0 = time.monotonic()
+    try:
+        p.up()
+        print(f"\nreplication pair {p.source.project} + {p.replica.project} up and verified in "
+              f"{time.monotonic() - t0:.1f}s")
+        yield p
+    finally:
+        p.down()
+        left = [x for prj in (p.source.project, p.replica.project)
+                for x in labelled("ps", prj) + labelled("network", prj)]
+        assert left == [], f"left behind: {left}"
+
+
+def test_the_channel_is_verified_and_observed_as_typed_values(pair):
+    st = pair.state()
+    assert st.running and st.errors == (), st.describe()
+    lag = pair.lag()
+    assert lag.source_epoch > 0, "the binlog server has written no epoch (is ndb-log-bin on?)"
+    assert lag.applied_epoch > 0, "the replica's ndb_apply_status has no epoch of the source's server ids"
+    # a second probe: the channel still replicates, within the start-up bound
+    assert pair.verify(60) < 60
+    rows = pair.sql("source").rows("SELECT @@server_id, @@log_bin, @@ndb_log_bin")
+    assert rows == [["1021", "1", "1"]], rows
+    assert pair.sql("source", "sql2").rows("SELECT @@server_id, @@ndb_log_bin") == [["1022", "1"]]
+    assert pair.sql("replica").rows("SELECT @@server_id") == [["2004"]]
+
+
+def test_a_failed_start_removes_what_it_started(pair):
+    """A second pair whose replica subnet is the running pair's source subnet: its source starts,
+    its replica is refused (the subnet is taken), and both of its projects are gone after."""
+    bad = ReplicationPair.create(PairLayout(source_net="10.213.92", replica_net=pair.layout.source_net))
+    with pytest.raises(NdbChaosError, match="already used"):
+        bad.up()
+    for prj in (bad.source.project, bad.replica.project):
+        assert labelled("ps", prj) == [] and labelled("network", prj) == [], prj
+    assert pair.state().running  # the pair under test is untouched
+
+
+def _play(pair, seed: int, name: str, inject, heal, bound: float):
+    """The ledger's load on the source, the fault held ``HOLD_S`` and healed, the backlog waited
+    for (up to ``bound`` after the heal), the convergence judged; the report and the wall time."""
+    notes = restore(pair)
+    if notes:
+        print("\nrestored before the run: " + "; ".join(notes))
+    t0 = time.monotonic()
+    run = ReplicationRun(pair, seed=seed)
+    try:
+        run.start()
+        w = run.fault(name, inject, heal, HOLD_S)
+        run.wait_backlog(w, bound)
+        rep = run.finish()
+    finally:
+        run.close()
+    wall = time.monotonic() - t0
+    print(f"\n{name}: wall time {wall:.1f}s; " + rep.summary())
+    for w in rep.windows:
+        print(f"  window {w.healed - w.injected:.1f}s; " + "; ".join(w.notes))
+    print("  channel errors seen: " + ("; ".join(rep.channel_errors) or "none"))
+    if run.sample_errors:
+        print(f"  {len(run.sample_errors)} samples without the replica, first: {run.sample_errors[0]}")
+    return rep
+
+
+def _judge(rep, bound: float):
+    conv = rep.convergence
+    assert conv.converged, conv.summary()
+    assert conv.lost == () and conv.duplicated == () and conv.late == () and conv.wrong == ()
+    assert rep.acknowledged > 100, "the load acknowledged almost nothing: nothing was proven"
+    assert rep.source_lost == 0
+    (cu,) = rep.catch_up_s
+    assert cu is not None and cu <= bound, f"backlog applied {cu}s after the heal (bound {bound}s)"
+    assert rep.max_behind_epochs > 0, "no lag was ever seen: the fault did not hold the channel back"
+    # while the channel is broken nothing is applied for the whole hold, and the source closes an
+    # epoch every TimeBetweenEpochs (100 ms) under load, seen within one SAMPLE_S: the lag must
+    # reach the hold less those two
+    assert rep.max_lag_s >= HOLD_S - SAMPLE_S - 0.1, f"max lag {rep.max_lag_s:.1f}s for a {HOLD_S}s fault"
+
+
+def test_applier_killed_under_load_restarts_and_converges(pair):
+    # the restart is part of the window: the backlog grows until the applier answers again
+    bound = SQL_RESTART_BOUND_S + CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S + SQL_RESTART_BOUND_S)
+    rep = _play(pair, 42, "applier SQL node killed", lambda: kill_applier(pair), lambda: restart_applier(pair),
+                bound)
+    _judge(rep, bound)
+
+
+def test_link_cut_and_healed_under_load_converges(pair):
+    bound = CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S)
+    rep = _play(pair, 43, "inter-cluster link cut", lambda: cut_link(pair), lambda: heal_link(pair), bound)
+    _judge(rep, bound)
