@@ -1,10 +1,12 @@
 """The faults of the replication scenarios, each an inject and a heal on a ``ReplicationPair``:
 
 * the applier SQL node killed (SIGKILL of its container) and started again: a node restart of
-  an SQL node; the channel resumes from the replica's saved positions (8.4 manual, "Replication
-  and crash safety": the applier's position is kept in mysql.slave_relay_log_info, InnoDB);
+  an SQL node; the channel resumes from the replica's saved positions (manual, "Handling an
+  Unexpected Halt of a Replica": mysql.slave_relay_log_info, InnoDB; what 9.7.2 does with NDB
+  tables, whose changes are not in that transaction: docs/facts.md NDB 15.5);
 * the link cut (the applier detached from the source's network: its interface there is gone, so
-  the receiver's connection dies) and healed (attached again, another address).
+  the receiver's connection dies) and healed (attached again, another address; docs/facts.md
+  NDB 15.6).
 
 Each heal returns notes for the run (what it did, what it found).
 """

@@ -23,7 +23,8 @@ Channel setup follows the manual's "Starting NDB Cluster Replication (Single Rep
 Channel)" (https://dev.mysql.com/doc/refman/8.4/en/mysql-cluster-replication-starting.html): a
 replication account on each binlog server (created with sql_log_bin=0, so it is not itself
 replicated), ``CHANGE REPLICATION SOURCE TO`` the binlog server's current position
-(``SHOW BINARY LOG STATUS``) and ``START REPLICA``; then a probe row written on the source must
+(``SHOW BINARY LOG STATUS``; GET_SOURCE_PUBLIC_KEY for the default caching_sha2_password
+account without TLS: docs/facts.md NDB 15.3) and ``START REPLICA``; then a probe row written on the source must
 appear on the replica before anything else runs.
 """
 
