@@ -45,6 +45,7 @@ from .session import Session
 from .settings import Settings, current
 from .soak import SOAK_S, menu_on, play_soak
 from .workload.contract import ClientOptions
+from .vocabulary import ClusterOptions
 
 
 def in_ci() -> bool:
@@ -89,7 +90,7 @@ def _inventory_cluster(request, state: Session) -> InventoryCluster:
     try:
         inv = load_inventory(opt("--inventory"))
         engine_name = inv.engine if opt("--engine") == "auto" else opt("--engine")
-        cluster = factory.inventory(get_engine(engine_name), inv, {"keep": True, "seed": opt("--seed")})
+        cluster = factory.inventory(get_engine(engine_name), inv, ClusterOptions(keep=True, seed=opt("--seed")))
     except NdbChaosError as e:
         pytest.exit(f"ndbchaos: {e}", returncode=2)
     reason = f"inventory {inv.path}: {len(inv.nodes)} nodes on {len(inv.hosts)} hosts"
@@ -129,13 +130,12 @@ def chaos_cluster(request, state: Session, settings: Settings):
     gate = request.config.pluginmanager.get_plugin("ndbchaos-gate")
     if gate is not None:
         gate.engine = engine_name  # scenarios for other engines only are not expected of this session
-    options = {"galera_data_nodes": opt("--galera-data-nodes"), "keep": opt("--keep-cluster"),
-               "seed": state.seed}
-    if settings.ndb_layout:  # the session's layout (--ndb-layout, --ndb-config or the environment's), given
-        options["ndb_layout"] = settings.ndb_layout
+    # the session's layout (--ndb-layout, --ndb-config or the environment's), when given
+    options = ClusterOptions(galera_data_nodes=opt("--galera-data-nodes"), keep=bool(opt("--keep-cluster")),
+                             seed=state.seed, ndb_layout=settings.ndb_layout or None)
     if opt("--data-disk"):
         try:
-            options["data_disk_mb"] = parse_size_mb(opt("--data-disk"))
+            options = options.with_(data_disk_mb=parse_size_mb(opt("--data-disk")))
         except NdbChaosError as e:
             pytest.exit(f"ndbchaos: --data-disk: {e}", returncode=2)
     if not opt("--no-toxiproxy") and not state.dry_run:

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from typing import Protocol, runtime_checkable
+from typing import Mapping, Protocol, runtime_checkable
 
 from .clock import RunClock
-from .errors import ClusterNotReady
+from .errors import ClusterNotReady, UsageError
 from .journal import Journal
 from .topology import Node, Topology
-from .vocabulary import ClusterStatus
+from .vocabulary import ClusterOptions, ClusterStatus, OptionError
 from .waiting import Deadline, wait_until
 
 log = logging.getLogger("ndbchaos")
@@ -58,10 +58,13 @@ class ClusterHandle(ABC):
     #: process: a host's does; a container's goes when the container stops
     netns_outlives_node: bool = False
 
-    def __init__(self, engine: HandleEngine, options: dict | None = None, project: str = "",
+    def __init__(self, engine: HandleEngine, options: ClusterOptions | Mapping | None = None, project: str = "",
                  clock: RunClock | None = None):
         self.engine = engine
-        self.options = dict(options or {})
+        try:
+            self.options = ClusterOptions.of(options)
+        except OptionError as e:
+            raise UsageError(str(e)) from None
         self.project = project
         self.clock = clock or RunClock()
         self.topology: Topology | None = None

@@ -39,6 +39,7 @@ from .checker import bench_checker
 from .config import TESTS, BenchConfig, Sample, ab_split, bench_cores, split_threads
 from .meter import Counters, Meter, container_pids, docker_proxy_pids, loadavg
 from .sysbench import ensure_sysbench, run_sysbench, sysbench_version
+from ..vocabulary import ClusterOptions
 
 log = logging.getLogger("ndbchaos")
 
@@ -184,7 +185,7 @@ def run_bench(cfg: BenchConfig, out=print) -> dict:
     cfg.driver = _driver_line(cfg, out)
     procs, conns = split_threads(cfg.threads, cfg.processes, bench_cores(cfg))
     results: dict = {"config": cfg.__dict__.copy(), "samples": []}
-    cluster = ComposeCluster(get_engine("galera"), {"keep": cfg.keep}, project=cfg.project)
+    cluster = ComposeCluster(get_engine("galera"), ClusterOptions(keep=bool(cfg.keep)), project=cfg.project)
     reused = bool(cfg.project)
     counters = None
     try:

@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ..faults.state import attach
 from ..runtimes import factory
 from . import HELP
+from ..vocabulary import ClusterOptions
 
 
 def register(sub) -> None:
@@ -72,9 +73,8 @@ def run(args) -> int:
         cluster.wait_healthy(60)  # every node up and serving before a window opens
         print(f"baseline: reusing {cluster.engine.name} cluster {cluster.project}", flush=True)
     else:
-        options = {"keep": args.keep}
+        options = ClusterOptions(keep=bool(args.keep), ndb_layout=layout or None)
         if layout:
-            options["ndb_layout"] = layout
             get_engine("ndb").layout_text(options, "config.ini")  # a bad spec or file: one line, nothing started
         name, reason = resolve_engine(args.engine, options)
         cluster = factory.compose(get_engine(name), options)

@@ -9,6 +9,7 @@ from ..engines.ndb import NdbEngine
 from ..engines.ndb.layout import TWIN_PREFIX
 from ..engines.ndb.twin import MYCNF_SEP
 from ..errors import UsageError
+from ..vocabulary import ClusterOptions
 from . import HELP
 
 
@@ -39,5 +40,5 @@ def run(args) -> int:
         raise UsageError("--ndb-mycnf needs --ndb-config (the my.cnf of the cluster that config.ini describes)")
     which = "compose" if args.compose else "my.cnf" if args.mycnf else "config.ini"
     layout = args.spec or f"{TWIN_PREFIX}{args.ndb_config}" + (f"{MYCNF_SEP}{args.ndb_mycnf}" if args.ndb_mycnf else "")
-    sys.stdout.write(NdbEngine().layout_text({"ndb_layout": layout}, which))
+    sys.stdout.write(NdbEngine().layout_text(ClusterOptions(ndb_layout=layout), which))
     return 0

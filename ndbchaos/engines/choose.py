@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from ..runtimes import docker
 from ..errors import DockerUnavailable, NdbChaosError, UsageError
+from ..vocabulary import ClusterOptions
 from . import ENGINE_NAMES
 from .ndb import image as ndb_image
 
 
-def resolve_engine(name: str, options: dict | None = None) -> tuple[str, str]:
+def resolve_engine(name: str, options: ClusterOptions | None = None) -> tuple[str, str]:
     """(engine name, human reason) for ``--engine ndb|galera|auto``.
 
     NDB is available when its image is present locally (an explicit NDBCHAOS_NDB_IMAGE, or an

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..events import parse_lines, time_to_epoch
 from ..runtimes import docker
 from ..sqlconn import connect, error_fields
-from ..vocabulary import ClusterStatus, Expectation, NodeStatus, TxnModels
+from ..vocabulary import ClusterOptions, ClusterStatus, Expectation, NodeStatus, TxnModels
 
 if TYPE_CHECKING:  # pragma: no cover (a part acts on the runtimes' handles)
     from ..handle import ClusterHandle
@@ -107,27 +107,27 @@ class LifecyclePart:
     """``protocols.Lifecycle``: images, the Compose project, the start order, the first
     preparation, the options that reproduce a running cluster's shape."""
 
-    def image(self, options: dict) -> str:
+    def image(self, options: ClusterOptions) -> str:
         """The image of the engine's nodes for this run (chosen, not pulled or built)."""
         raise NotImplementedError
 
-    def images(self, options: dict) -> list[str]:
+    def images(self, options: ClusterOptions) -> list[str]:
         """Every image the cluster's containers run (for the report's environment)."""
         raise NotImplementedError
 
-    def ensure_images(self, options: dict) -> None:
+    def ensure_images(self, options: ClusterOptions) -> None:
         """Make sure the images exist locally (build or refuse with how to get them)."""
         raise NotImplementedError
 
-    def compose_files(self, options: dict) -> list[Path]:
-        """The compose files of the cluster, then the overlays of ``options["overlays"]``."""
+    def compose_files(self, options: ClusterOptions) -> list[Path]:
+        """The compose files of the cluster, then the overlays of ``options.overlays``."""
         raise NotImplementedError
 
-    def compose_env(self, options: dict) -> dict[str, str]:
-        """The environment the compose files need (image, ports of ``options["ports"]``, ...)."""
+    def compose_env(self, options: ClusterOptions) -> dict[str, str]:
+        """The environment the compose files need (image, ports of ``options.ports``, ...)."""
         raise NotImplementedError
 
-    def compose_profiles(self, options: dict) -> list[str]:
+    def compose_profiles(self, options: ClusterOptions) -> list[str]:
         """Compose profiles to enable. Default: none."""
         return []
 
@@ -139,10 +139,10 @@ class LifecyclePart:
         """After the first healthy state: create the client user and database."""
         raise NotImplementedError
 
-    def options_from_topology(self, topology) -> dict:
+    def options_from_topology(self, topology) -> ClusterOptions:
         """Cluster options that reproduce a running cluster's shape, so ``ndbchaos status`` and
         ``ndbchaos fault --project`` can attach to a cluster they did not start."""
-        return {}
+        return ClusterOptions()
 
 
 class StatusPart:
@@ -268,7 +268,7 @@ class RulesPart:
         return TxnModels(("read-committed",), "the SQL standard's read committed; the engine declares nothing "
                                               "stronger")
 
-    def crash_loss_window_s(self, options: dict) -> float | None:
+    def crash_loss_window_s(self, options: ClusterOptions) -> float | None:
         """The engine's durability promise when the whole cluster crashes: acknowledged commits
         this many seconds before the cluster stopped acknowledging may be lost (and are reported
         apart from other losses). None: no acknowledged commit may be lost."""

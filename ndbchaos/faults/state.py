@@ -35,6 +35,7 @@ from ..errors import NdbChaosError, UsageError
 from . import netem, storage
 from ..runtimes import netns
 from . import toxiproxy as TX
+from ..vocabulary import ClusterOptions
 
 DOWN_STATES = ("exited", "dead", "created")
 
@@ -53,7 +54,7 @@ def attach(project: str) -> ComposeCluster:
         raise NdbChaosError(f"project {project}: cannot tell the engine from the {TP.ENGINE} labels "
                             f"({', '.join(engines) or 'none'})")
     engine = get_engine(engines[0])
-    cluster = factory.compose(engine, {}, project=project)
+    cluster = factory.compose(engine, ClusterOptions(), project=project)
     topo = cluster.discover()
     cluster.options = engine.options_from_topology(topo)
     cluster.started = True

@@ -70,7 +70,7 @@ class Selector:
 
     def _rng(self, cluster) -> random.Random:
         if self.seed is None:
-            run_seed = cluster.options.get("seed")
+            run_seed = cluster.options.seed
             if run_seed is not None:
                 self.seed = derive_seed(run_seed, f"{self.describe()}#{cluster.next_target_draw()}")
             else:

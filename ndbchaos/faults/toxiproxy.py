@@ -6,7 +6,7 @@ SQL node is created through the API after start; the workload connects to the pr
 instead of the SQL ports:
 
     from ndbchaos.faults import toxiproxy as TP
-    cluster = Cluster(engine, TP.with_toxiproxy({"galera_data_nodes": 3}))
+    cluster = Cluster(engine, TP.with_toxiproxy(ClusterOptions(galera_data_nodes=3)))
     cluster.up()
     ports = TP.proxy_ports(cluster)          # {"data1": 32801, ...} on 127.0.0.1
     with TP.Latency(cluster, T.sql(), latency_ms=300, jitter_ms=50): ...

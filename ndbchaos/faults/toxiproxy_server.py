@@ -10,12 +10,14 @@ import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Mapping
 
 from ..runtimes import docker
 from .. import topology as TP
 from ..errors import BlastRadiusError, NdbChaosError, UsageError
 from ..resources import BUILD, COMPOSE_DIR
 from ..settings import current
+from ..vocabulary import ClusterOptions
 from ..waiting import wait_until
 
 OVERLAY = COMPOSE_DIR / "toxiproxy.yml"
@@ -55,20 +57,17 @@ def ensure_image() -> str:
     return img
 
 
-def with_toxiproxy(options: dict | None = None) -> dict:
+def with_toxiproxy(options: ClusterOptions | Mapping | None = None) -> ClusterOptions:
     """Cluster options with the toxiproxy overlay added (and its image built if missing).
 
-    The image reaches compose as ``NDBCHAOS_TOXIPROXY_IMAGE`` in ``options["compose_env"]``, which
+    The image reaches compose as ``NDBCHAOS_TOXIPROXY_IMAGE`` in ``options.compose_env``, which
     the cluster hands to every compose command it runs."""
-    opts = dict(options or {})
+    opts = ClusterOptions.of(options)
     img = ensure_image()
-    overlays = [Path(p) for p in opts.get("overlays", [])]
+    overlays = [Path(p) for p in opts.overlays]
     if OVERLAY not in overlays:
         overlays.append(OVERLAY)
-    opts["overlays"] = overlays
-    opts["compose_env"] = {**(opts.get("compose_env") or {}), IMAGE_ENV: img}
-    opts["toxiproxy"] = True
-    return opts
+    return opts.with_(overlays=overlays, compose_env={**opts.compose_env, IMAGE_ENV: img})
 
 
 # -- REST client ------------------------------------------------------------------------------------

@@ -5,25 +5,30 @@ build a runtime: they ask here, handing the cluster they run on (``beside``).
 
 from __future__ import annotations
 
+from typing import Mapping
+
 from ..errors import UsageError
 from ..handle import ClusterHandle, ComposeProject, HandleEngine
 from .compose.cluster import ComposeCluster, ComposeEngine
 from .inventory.cluster import InventoryCluster
 from .inventory.spec import Inventory
+from ..vocabulary import ClusterOptions
 
 
-def compose(engine: ComposeEngine, options: dict | None = None, project: str | None = None) -> ComposeCluster:
+def compose(engine: ComposeEngine, options: ClusterOptions | Mapping | None = None,
+            project: str | None = None) -> ComposeCluster:
     """Containers this framework starts as a Compose project (``project``: attach to a running
     one of that id instead); not started here (``up``)."""
     return ComposeCluster(engine, options, project=project)
 
 
-def inventory(engine: HandleEngine, inv: Inventory, options: dict | None = None) -> InventoryCluster:
+def inventory(engine: HandleEngine, inv: Inventory,
+              options: ClusterOptions | Mapping | None = None) -> InventoryCluster:
     """An existing cluster on an inventory's hosts; verified and attached by ``up``."""
     return InventoryCluster(engine, inv, options)
 
 
-def beside(cluster: ClusterHandle, options: dict) -> ClusterHandle:
+def beside(cluster: ClusterHandle, options: ClusterOptions) -> ClusterHandle:
     """A fresh cluster of the same runtime and engine as ``cluster`` (a new engine of its class,
     a project of its own, ``options`` its shape), not started. Only a runtime that starts its
     clusters has one: the compose runtime; an inventory's hosts hold one cluster."""

@@ -14,6 +14,7 @@ from ndbchaos.history import History
 from ndbchaos.journal import Journal
 from ndbchaos.killswitch import parse_conditions
 from ndbchaos.record import RunRecord
+from ndbchaos.vocabulary import ClusterOptions
 
 from .test_plans import ndb_cluster
 
@@ -27,7 +28,7 @@ def _cluster():
     c = ndb_cluster()
     c.project, c.clock, c.backend, c.joined = "p", RunClock(), "docker", {}
     c.journal = Journal(c.clock)
-    c.options = {"seed": 5}
+    c.options = ClusterOptions(seed=5)
     c.draws = 0
 
     def next_target_draw():

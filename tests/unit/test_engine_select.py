@@ -8,6 +8,7 @@ from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb.image import DEFAULT_IMAGE
 from ndbchaos.errors import DockerUnavailable, NdbChaosError, UsageError
+from ndbchaos.vocabulary import ClusterOptions
 
 
 @pytest.fixture
@@ -53,8 +54,8 @@ def test_env_and_option_override_the_image(images, monkeypatch):
     images.add("mysql/mysql-cluster:8.4")
     monkeypatch.setenv("NDBCHAOS_NDB_IMAGE", "mysql/mysql-cluster:8.4")
     assert resolve_engine("ndb")[0] == "ndb"
-    assert resolve_engine("auto", {"ndb_image": "other:1"})[0] == "galera"
-    assert NdbEngine().images({}) == ["mysql/mysql-cluster:8.4"]
+    assert resolve_engine("auto", ClusterOptions(ndb_image="other:1"))[0] == "galera"
+    assert NdbEngine().images(ClusterOptions()) == ["mysql/mysql-cluster:8.4"]
 
 
 def test_galera_and_unknown(images):
@@ -69,7 +70,7 @@ def test_galera_and_unknown(images):
 
 def test_ensure_images_never_builds_without_a_distribution(images):
     with pytest.raises(NdbChaosError) as ei:
-        NdbEngine().ensure_images({})
+        NdbEngine().ensure_images(ClusterOptions())
     assert "not present locally" in str(ei.value)
     images.add(DEFAULT_IMAGE)
-    NdbEngine().ensure_images({})
+    NdbEngine().ensure_images(ClusterOptions())

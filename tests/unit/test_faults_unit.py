@@ -19,6 +19,7 @@ from ndbchaos.faults import base, netem, pumba, safety, skip_if_unsupported
 from ndbchaos.runtimes import netns
 from ndbchaos.faults import toxiproxy as TX
 from ndbchaos.topology import Node, Topology
+from ndbchaos.vocabulary import ClusterOptions
 
 
 class FakeContainer:
@@ -42,7 +43,7 @@ class FakeCluster:
         nodes.append(Node("arb", TP.ARBITRATOR, "proj-arb-1", nodeid=9))
         self.topology = Topology("proj", "galera", nodes)
         self.engine = FakeEngine()
-        self.options = {}
+        self.options = ClusterOptions()
         self.clock = RunClock()
         self.journal = Journal(self.clock)
 
@@ -412,7 +413,7 @@ def test_galera_partition_outcome_follows_the_quorum_formula():
     assert out["serving"] == [] and "2*2 <= 4" in out["rule"]
     assert e.probe_ports(c.topology.node("arb")) == [4567]
     assert e.probe_ports(c.topology.node("data1")) == [4567, 3306]
-    assert e.options_from_topology(c.topology) == {"galera_data_nodes": 3}
+    assert e.options_from_topology(c.topology).given() == {"galera_data_nodes": 3}
     assert e.master_node(c) is None
 
 

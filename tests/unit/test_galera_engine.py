@@ -9,6 +9,7 @@ from ndbchaos.vocabulary import ClusterStatus, NodeStatus
 from ndbchaos.resources import COMPOSE_DIR
 from ndbchaos.engines.galera import GaleraEngine, data_count
 from ndbchaos.engines.galera import rules as G
+from ndbchaos.vocabulary import ClusterOptions
 
 CNF = Path(COMPOSE_DIR) / "galera" / "galera.cnf"
 ENTRY = Path(COMPOSE_DIR) / "galera" / "entrypoint.sh"
@@ -16,7 +17,7 @@ ENTRY = Path(COMPOSE_DIR) / "galera" / "entrypoint.sh"
 
 class FakeCluster:
     def __init__(self, n):
-        self.options = {"galera_data_nodes": n}
+        self.options = ClusterOptions(galera_data_nodes=n)
 
 
 def _opts(text):
@@ -60,7 +61,7 @@ def test_quorum_expectation(data, lost, graceful, survives):
 def test_data_node_count_is_validated():
     from ndbchaos.errors import UsageError
     with pytest.raises(UsageError):
-        data_count({"galera_data_nodes": 5})
+        data_count(ClusterOptions(galera_data_nodes=5))
 
 
 def _status(nodes, expected=3):

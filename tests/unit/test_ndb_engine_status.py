@@ -11,6 +11,7 @@ from ndbchaos.clock import RunClock
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb.recovery import NdbRecovery
 from ndbchaos.engines.ndb.shell import CLUSTERLOG
+from ndbchaos.vocabulary import ClusterOptions
 
 V = "8.4.7-ndb-8.4.7"
 
@@ -42,7 +43,7 @@ def make(states=None):
               TP.Node("sql2", TP.SQL, "c-sql2", nodeid=22, serves_sql=True, sql_port=40002)]
     topo = TP.Topology("p", "ndb", nodes)
     containers = {n.name: FakeContainer(n.name, (states or {}).get(n.name, "running")) for n in nodes}
-    cl = SimpleNamespace(topology=topo, options={}, clock=RunClock(), containers=containers, composed=[])
+    cl = SimpleNamespace(topology=topo, options=ClusterOptions(), clock=RunClock(), containers=containers, composed=[])
     cl.container = lambda n: containers[n.name if isinstance(n, TP.Node) else n]
     cl.discover = lambda: topo
     cl.compose = lambda *a, **k: cl.composed.append(a)

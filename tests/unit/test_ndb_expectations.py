@@ -13,13 +13,14 @@ from ndbchaos.engines.ndb import rules as ndbrules
 from ndbchaos.engines.ndb.expectations import FAMILIES
 from ndbchaos.engines.ndb.rules import arbitration_check
 from ndbchaos.errors import UsageError
+from ndbchaos.vocabulary import ClusterOptions
 
 ROLE = {"MGM": TP.MGM, "NDB": TP.DATA, "API": TP.SQL}
 
 
 def fake_cluster(layout="default"):
     eng = NdbEngine()
-    opts = {"ndb_layout": layout}
+    opts = ClusterOptions(ndb_layout=layout)
     cfg = eng.config(opts)
     names = {"MGM": "mgm", "NDB": "data", "API": "sql"}
     counters: dict[str, int] = {}
@@ -177,15 +178,15 @@ def test_loss_detected():
 def test_engine_surface():
     eng = NdbEngine()
     assert eng.sql_roles == ("sql",) and eng.table_engine == "NDBCLUSTER" and eng.name == "ndb"
-    assert eng.compose_profiles({}) == []
-    assert eng.services({}) == {"mgm": ["mgm1", "mgm2"], "data": ["data1", "data2", "data3", "data4"],
+    assert eng.compose_profiles(ClusterOptions()) == []
+    assert eng.services(ClusterOptions()) == {"mgm": ["mgm1", "mgm2"], "data": ["data1", "data2", "data3", "data4"],
                                 "sql": ["sql1", "sql2"]}
-    assert eng.services({"ndb_layout": "small"})["data"] == ["data1", "data2"]
-    assert eng.compose_files({"ndb_layout": "small"})[0].name == "ndb-small.yml"
-    env = eng.compose_env({"ports": {"sql1": 13306}})
+    assert eng.services(ClusterOptions(ndb_layout="small"))["data"] == ["data1", "data2"]
+    assert eng.compose_files(ClusterOptions(ndb_layout="small"))[0].name == "ndb-small.yml"
+    env = eng.compose_env(ClusterOptions(ports={"sql1": 13306}))
     assert env["NDBCHAOS_PORT_SQL1"] == "13306" and env["NDBCHAOS_NDB_SUBNET"] == "10.213.77"
     with pytest.raises(UsageError):
-        eng.layout({"ndb_layout": "huge"})
+        eng.layout(ClusterOptions(ndb_layout="huge"))
     cl = fake_cluster()[1]
     assert eng.expected_members(cl) == 4
 

@@ -17,6 +17,7 @@ from ndbchaos.engines.ndb import layout as ndblayout
 from ndbchaos.engines.ndb import rules as ndbrules
 from ndbchaos.engines.ndb.rules import arbitration_check
 from ndbchaos.errors import UsageError
+from ndbchaos.vocabulary import ClusterOptions
 
 V = "mysql-8.0.44 ndb-8.0.44"
 
@@ -69,7 +70,7 @@ def topology(spec=DEFAULT, subnet="10.213.77", ips=True, sql_ports=True):
 def cluster(spec=DEFAULT, states=None, options=None, **kw):
     topo = topology(spec, **kw)
     containers = {n.name: FakeContainer((states or {}).get(n.name, "running")) for n in topo.nodes}
-    cl = SimpleNamespace(topology=topo, options=options if options is not None else {}, clock=RunClock(),
+    cl = SimpleNamespace(topology=topo, options=options if options is not None else ClusterOptions(), clock=RunClock(),
                          containers=containers, project="p")
     cl.container = lambda n: containers[n.name if isinstance(n, TP.Node) else n]
     cl.discover = lambda: topo
@@ -217,16 +218,16 @@ def test_master_falls_back_to_ndbinfo_membership_president():
 
 def test_options_from_topology():
     eng = NdbEngine()
-    assert eng.options_from_topology(topology()) == {"ndb_layout": "default"}
-    assert eng.options_from_topology(topology(SMALL, subnet="10.213.78")) == {"ndb_layout": "small"}
-    assert eng.options_from_topology(topology(ips=False)) == {"ndb_layout": "default"}
+    assert eng.options_from_topology(topology()).given() == {"ndb_layout": "default"}
+    assert eng.options_from_topology(topology(SMALL, subnet="10.213.78")).given() == {"ndb_layout": "small"}
+    assert eng.options_from_topology(topology(ips=False)).given() == {"ndb_layout": "default"}
     # started with NDBCHAOS_NDB_SUBNET=10.9.8: the addresses say so
     opts = eng.options_from_topology(topology(subnet="10.9.8"))
-    assert opts == {"ndb_layout": "default", "ndb_subnet": "10.9.8"}
+    assert opts.given() == {"ndb_layout": "default", "ndb_subnet": "10.9.8"}
     # a removed SQL container does not change the shape
-    assert eng.options_from_topology(topology(DEFAULT[:-1])) == {"ndb_layout": "default"}
+    assert eng.options_from_topology(topology(DEFAULT[:-1])).given() == {"ndb_layout": "default"}
     # the options reproduce the shape: the same data nodes and node groups as config.ini
-    cfg = eng.config({"ndb_layout": "small"})
+    cfg = eng.config(ClusterOptions(ndb_layout="small"))
     assert [n.node_id for n in cfg.data_nodes] == [2, 3] and cfg.node_groups() == {0: [2, 3]}
     with pytest.raises(UsageError):
         eng.options_from_topology(topology([("data1", TP.DATA, 5, 0), ("data2", TP.DATA, 6, 0)]))
@@ -251,7 +252,8 @@ def test_arbitration_check_in_qmgr_order():
 
 
 def outcome(comps, spec=DEFAULT, **kw):
-    cl = cluster(spec, sql_ports=False, options={"ndb_layout": "small"} if spec is SMALL else {})
+    opts = ClusterOptions(ndb_layout="small") if spec is SMALL else ClusterOptions()
+    cl = cluster(spec, sql_ports=False, options=opts)
     return NdbEngine().partition_outcome(cl, comps, **kw)
 
 

@@ -15,6 +15,7 @@ from ndbchaos.engines.choose import resolve_engine
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb import image as ndb_image
 from ndbchaos.errors import NdbChaosError
+from ndbchaos.vocabulary import ClusterOptions
 
 BUILD = resources.BUILD
 REQUIRED = ("ndb_mgmd", "ndbmtd", "ndb_mgm", "mysqld", "mysql")
@@ -114,17 +115,17 @@ def test_precedence_explicit_official_dist(images, monkeypatch, tmp_path):
     d = fake_dist(tmp_path / "d")
     monkeypatch.setenv(ndb_image.DIST_ENV, str(d))
     tag = ndb_image.dist_tag(str(d))
-    c = ndb_image.choose({})
+    c = ndb_image.choose(ClusterOptions())
     assert (c.image, c.source, c.buildable) == (tag, "dist", True) and "to be built" in c.reason
     images.add(tag)
-    assert "built from" in ndb_image.choose({}).reason
+    assert "built from" in ndb_image.choose(ClusterOptions()).reason
     images.add("mysql/mysql-cluster:8.4")  # an official image present locally wins
-    assert ndb_image.choose({}).image == "mysql/mysql-cluster:8.4"
+    assert ndb_image.choose(ClusterOptions()).image == "mysql/mysql-cluster:8.4"
     images.add(ndb_image.DEFAULT_IMAGE)
-    assert ndb_image.choose({}).image == ndb_image.DEFAULT_IMAGE
+    assert ndb_image.choose(ClusterOptions()).image == ndb_image.DEFAULT_IMAGE
     monkeypatch.setenv("NDBCHAOS_NDB_IMAGE", "mine:1")  # explicit wins over everything
     settings.use(None)  # the settings are read once: read them again
-    assert ndb_image.choose({}).source == "explicit" and NdbEngine().image({}) == "mine:1"
+    assert ndb_image.choose(ClusterOptions()).source == "explicit" and NdbEngine().image(ClusterOptions()) == "mine:1"
 
 
 def test_auto_and_ndb_with_a_distribution(images, monkeypatch, tmp_path):

@@ -21,6 +21,7 @@ from ndbchaos.engines.ndb.expectations import expectation
 from ndbchaos.engines.ndb.render import SPEC_LABEL, compose, config_ini, my_cnf
 from ndbchaos.errors import UsageError
 from ndbchaos.resources import COMPOSE_DIR
+from ndbchaos.vocabulary import ClusterOptions
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -189,14 +190,14 @@ def tools(tmp_path, monkeypatch):
 
 def test_engine_files_services_and_options_of_a_generated_layout(tools):
     eng = NdbEngine()
-    opts = {"ndb_layout": "nodegroups=3,replicas=2,sql=1"}
+    opts = ClusterOptions(ndb_layout="nodegroups=3,replicas=2,sql=1")
     assert eng.layout(opts) == "nodegroups=3,replicas=2,sql=1,mgm=2,spare=0"
     assert eng.subnet(opts) == "10.213.79"
     ini, cnf = eng.config_files(opts)
     assert ini.parent == tools / "ndb" and ini.read_text() == config_ini(eng.layout_spec(opts), "10.213.79")
     assert "10.213.79.101:1186,10.213.79.102:1186" in cnf.read_text()
     assert eng.config_files(opts) == (ini, cnf)  # content-hashed: the same files again
-    ini2, _ = eng.config_files({**opts, "ndb_subnet": "10.5.6"})
+    ini2, _ = eng.config_files(opts.with_(ndb_subnet="10.5.6"))
     assert ini2 != ini and "HostName=10.5.6.111" in ini2.read_text()
     (main_file,) = eng.compose_files(opts)
     assert main_file.parent == tools / "ndb" and str(ini) in main_file.read_text()
@@ -205,11 +206,11 @@ def test_engine_files_services_and_options_of_a_generated_layout(tools):
     assert eng.expected_members(type("C", (), {"options": opts})()) == 6
     assert eng.config(opts).node_groups() == {0: [11, 12], 1: [13, 14], 2: [15, 16]}
     topo = _topology(eng.layout_spec(opts))
-    assert eng.options_from_topology(topo) == {"ndb_layout": eng.layout(opts)}
-    assert eng.options_from_topology(_topology(eng.layout_spec(opts), "10.7.7")) == {
+    assert eng.options_from_topology(topo).given() == {"ndb_layout": eng.layout(opts)}
+    assert eng.options_from_topology(_topology(eng.layout_spec(opts), "10.7.7")).given() == {
         "ndb_layout": eng.layout(opts), "ndb_subnet": "10.7.7"}
     assert eng.layout_text(opts, "config.ini") == ini.read_text()
-    assert eng.layout_text({"ndb_layout": "default"}, "compose") == (COMPOSE_DIR / "ndb.yml").read_text()
+    assert eng.layout_text(ClusterOptions(ndb_layout="default"), "compose") == (COMPOSE_DIR / "ndb.yml").read_text()
 
 
 def test_probe_ports_of_a_generated_layout(tools):

@@ -18,6 +18,7 @@ from ndbchaos.engines.ndb import rules as ndbrules
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.engines.ndb.config import parse_config_ini, read_config, replace_prefix
 from ndbchaos.resources import COMPOSE_DIR
+from ndbchaos.vocabulary import ClusterOptions
 
 COMPOSE = COMPOSE_DIR
 LAYOUTS = {
@@ -134,7 +135,7 @@ def test_engine_constants_match_my_cnf():
 def test_subnet_override_renders_consistent_files(tmp_path, monkeypatch):
     monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
     eng = NdbEngine()
-    opts = {"ndb_subnet": "10.99.1.0/24"}
+    opts = ClusterOptions(ndb_subnet="10.99.1.0/24")
     env = eng.compose_env(opts)
     assert env["NDBCHAOS_NDB_SUBNET"] == "10.99.1"
     ini, cnf = Path(env["NDBCHAOS_NDB_CONFIG"]), Path(env["NDBCHAOS_NDB_MYCNF"])

@@ -11,6 +11,7 @@ from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb.config import parse_config_ini
 from ndbchaos.engines.ndb.twin import twin_of
 from ndbchaos.errors import UsageError
+from ndbchaos.vocabulary import ClusterOptions
 
 SITE = """\
 # a production cluster: 3 replicas, non-contiguous ids, two SQL nodes on one host
@@ -88,7 +89,7 @@ def test_ids_groups_replicas_and_failure_detection_are_kept(site):
     assert [(n, i) for r, n, i, _ in t.nodes() if r != "data"] == [("mgm1", 49), ("mgm2", 50), ("sql1", 60),
                                                                    ("sql2", 61)]
     assert t.api_ids == [70, 71] and t.rank(49) == 1 and t.rank(50) == 2 and t.rank(60) == 0
-    cfg = parse_config_ini(NdbEngine().layout_text({"ndb_layout": str(t)}, "config.ini"))
+    cfg = parse_config_ini(NdbEngine().layout_text(ClusterOptions(ndb_layout=str(t)), "config.ini"))
     assert cfg.replicas == 3 and cfg.problems() == []
     assert cfg.node_groups() == {0: [3, 5, 7], 1: [9, 12, 14]}
     d = cfg.defaults["NDB"]
@@ -106,7 +107,7 @@ def test_what_changed_is_said_never_dropped(site):
                  "BackupReportFrequency=30 not reproduced", "NodeId 14: LockPagesInMainMemory=1 not reproduced",
                  "HostName batch.example.net dropped", "share host app1.example.net", "[tcp] sections not reproduced"):
         assert said in changes, (said, changes)
-    text = NdbEngine().layout_text({"ndb_layout": f"config={site}"}, "config.ini")
+    text = NdbEngine().layout_text(ClusterOptions(ndb_layout=f"config={site}"), "config.ini")
     assert "#   db1.example.net (NodeId 3) -> data1" in text and "#   - [ndbd default] DataMemory=16G" in text
 
 
@@ -158,7 +159,7 @@ def test_too_many_nodes_for_this_machine(tmp_path):
 def test_the_engine_starts_the_twin_and_judges_it_with_the_same_rules(site, monkeypatch, tmp_path):
     monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
     eng = NdbEngine()
-    opts = {"ndb_layout": f"config={site}"}
+    opts = ClusterOptions(ndb_layout=f"config={site}")
     assert eng.services(opts)["data"] == ["data1", "data2", "data3", "data4", "data5", "data6"]
     doc = yaml.safe_load(eng.compose_files(opts)[0].read_text())
     assert doc["services"]["data3"]["command"] == ["ndbmtd", "--ndb-nodeid=7"]
@@ -246,7 +247,7 @@ def test_the_sql_nodes_keep_what_clients_see_and_the_rest_is_named(site, mycnf_f
 
 def test_the_twins_my_cnf_has_them_and_the_bounds_follow(site, mycnf_file):
     eng = NdbEngine()
-    opts = {"ndb_layout": f"config={site};mycnf={mycnf_file}"}
+    opts = ClusterOptions(ndb_layout=f"config={site};mycnf={mycnf_file}")
     text = eng.layout_text(opts, "my.cnf")
     mysqld = text.split("[mysqld]", 1)[1].split("[mysql_cluster]", 1)[0]
     # ours replaced in place, theirs added under a comment, paths and sizes ours
@@ -262,8 +263,8 @@ def test_the_twins_my_cnf_has_them_and_the_bounds_follow(site, mycnf_file):
     f = Facts("sqlnode_loss", TP.Topology("p", "ndb", []), cfg)
     assert f.rec_sql == 30 + 45 + 10.0 and f.timing["ndb_wait_setup_s"] == 45.0
     # without a my.cnf of theirs: the shipped one's 60 s each
-    assert Facts("sqlnode_loss", TP.Topology("p", "ndb", []), eng.config({"ndb_layout": f"config={site}"})).rec_sql \
-        == 60 + 60 + 10.0
+    shipped = eng.config(ClusterOptions(ndb_layout=f"config={site}"))
+    assert Facts("sqlnode_loss", TP.Topology("p", "ndb", []), shipped).rec_sql == 60 + 60 + 10.0
 
 
 @pytest.mark.parametrize("text, why", [
@@ -323,7 +324,7 @@ def test_a_file_silent_on_failure_detection_gets_ndbs_defaults_and_their_bounds(
     assert [(r, i) for r, _, i, _ in t.nodes()] == [("mgm", 1), ("data", 2), ("data", 3), ("sql", 4)]
     assert (t.params["HeartbeatIntervalDbDb"], t.params["ArbitrationTimeout"], t.params["HeartbeatIntervalDbApi"],
             t.params["TimeBetweenGlobalCheckpoints"]) == ("5000", "7500", "1500", "2000")
-    text = NdbEngine().layout_text({"ndb_layout": f"config={p}"}, "config.ini")
+    text = NdbEngine().layout_text(ClusterOptions(ndb_layout=f"config={p}"), "config.ini")
     assert "leaves unset run NDB's defaults, written explicitly" in text and "HeartbeatIntervalDbDb=5000" in text
     cfg = parse_config_ini(text)
     tm = timings(cfg)
@@ -338,7 +339,7 @@ def test_a_layout_without_api_slots_renders(tmp_path, monkeypatch):
                  "[mysqld]\nHostName=10.0.0.5\n")
     t = twin_of(p)
     assert t.api_ids == [] and t.sql == 1
-    text = NdbEngine().layout_text({"ndb_layout": f"config={p}"}, "config.ini")
+    text = NdbEngine().layout_text(ClusterOptions(ndb_layout=f"config={p}"), "config.ini")
     assert parse_config_ini(text).node_groups() == {0: [2, 3]} and "[api]" not in text
 
 

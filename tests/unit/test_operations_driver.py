@@ -20,6 +20,7 @@ from ndbchaos.recording import Recorder
 from ndbchaos.waiting import wait_until
 from ndbchaos.scenario import ScenarioRun
 from ndbchaos.topology import DATA, SQL, Node, Topology
+from ndbchaos.vocabulary import ClusterOptions
 
 
 class Clock:
@@ -41,7 +42,7 @@ def _run():
     engine.name = "ndb"
     engine.expectation.return_value = Expectation("datanode_loss", True, True, "rule", 5.0, 30.0,
                                                   "node_restart", {})
-    cluster = SimpleNamespace(topology=topo, engine=engine, options={}, journal=mock.Mock(), project="p")
+    cluster = SimpleNamespace(topology=topo, engine=engine, options=ClusterOptions(), journal=mock.Mock(), project="p")
     run = mock.create_autospec(ScenarioRun, instance=True)
     run.cluster, run.clock, run.rng = cluster, Clock(), mock.Mock()
     run.workload = SimpleNamespace(name="ledger")
@@ -218,7 +219,7 @@ def _ndb_cluster(spares: int):
     engine = mock.Mock()
     engine.sql_database = "ndbchaos"
     engine.config.return_value = SimpleNamespace(replicas=2)
-    return SimpleNamespace(topology=Topology("p", "ndb", nodes), engine=engine, options={}, joined={})
+    return SimpleNamespace(topology=Topology("p", "ndb", nodes), engine=engine, options=ClusterOptions(), joined={})
 
 
 def test_bad_input_to_a_procedure_is_one_line_before_anything_starts():
@@ -239,7 +240,7 @@ def test_bad_input_to_a_procedure_is_one_line_before_anything_starts():
         lib.backup_restore(_ndb_cluster(0), into="nodegroups=1,replicas=5")
     # "same": the source's own layout option, refused as the source's would be
     bad = _ndb_cluster(0)
-    bad.options["ndb_layout"] = "nodegroups=1,replicas=5"
+    bad.options = bad.options.with_(ndb_layout="nodegroups=1,replicas=5")
     with pytest.raises(UsageError, match="replicas must be 1-4"):
         lib.backup_restore(bad, into="same")
     with pytest.raises(UsageError, match="no parameter to change"):

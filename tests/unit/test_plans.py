@@ -15,6 +15,7 @@ from ndbchaos.engines.galera import rules as GR
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.errors import UsageError
 from ndbchaos.workload.contract import ClientOptions
+from ndbchaos.vocabulary import ClusterOptions
 
 
 def ndb_cluster(arbitrator: int | None = 1):
@@ -27,14 +28,14 @@ def ndb_cluster(arbitrator: int | None = 1):
     engine = NdbEngine()
     engine.state.running_arbitrator = lambda cluster, cands, by_id: (arbitrator, "test")
     engine.succession = lambda cluster: [cluster.topology.node(n) for n in ("data1", "data2", "data3", "data4")]
-    return SimpleNamespace(topology=TP.Topology("p", "ndb", nodes), engine=engine, options={})
+    return SimpleNamespace(topology=TP.Topology("p", "ndb", nodes), engine=engine, options=ClusterOptions())
 
 
 def galera_cluster():
     """Two data nodes (each its own SQL endpoint) and garbd."""
     nodes = [TP.Node(f"galera{i}", TP.DATA, f"p-galera{i}-1", sql_port=3305 + i, serves_sql=True) for i in (1, 2)]
     nodes.append(TP.Node("garbd", TP.ARBITRATOR, "p-garbd-1"))
-    return SimpleNamespace(topology=TP.Topology("p", "galera", nodes), engine=GaleraEngine(), options={})
+    return SimpleNamespace(topology=TP.Topology("p", "galera", nodes), engine=GaleraEngine(), options=ClusterOptions())
 
 
 def fault(cluster, names, kind="kill", components=None, **attrs):

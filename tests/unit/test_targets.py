@@ -9,6 +9,7 @@ from ndbchaos.catalogue.test_partition import SCENARIOS as SPLITS
 from ndbchaos.errors import UsageError
 from ndbchaos.faults import targets as TG
 from ndbchaos.topology import Node, Topology
+from ndbchaos.vocabulary import ClusterOptions
 
 
 class FakeEngine:
@@ -26,7 +27,7 @@ class FakeCluster:
         self.project = "p1"
         self.topology = Topology("p1", "ndb", nodes)
         self.engine = engine or FakeEngine()
-        self.options = options or {}
+        self.options = options or ClusterOptions()
         self.draws = 0
 
     def next_target_draw(self) -> int:  # as ClusterHandle counts the run's seeded choices
@@ -77,7 +78,7 @@ def test_random_choice_records_a_seed_that_replays_it():
 def test_run_seed_makes_choices_reproducible():
     picks = []
     for _ in range(2):
-        c = ndb_cluster(options={"seed": 1234})
+        c = ndb_cluster(options=ClusterOptions(seed=1234))
         picks.append([names(TG.one_data().resolve(c)), names(TG.sql(k=1).resolve(c))])
     assert picks[0] == picks[1]
 

@@ -14,6 +14,7 @@ from ... import topology as TP
 from ...errors import ClusterNotReady, NdbChaosError
 from ...resources import BUILD, COMPOSE_DIR
 from ...settings import current
+from ...vocabulary import ClusterOptions
 from ...waiting import wait_until
 from ..parts import Account, LifecyclePart, Monitor, RecoveryPart
 from .rules import data_count
@@ -31,40 +32,40 @@ class GaleraLifecycle(LifecyclePart):
         self.account = account
 
     # -- images and compose ---------------------------------------------------------------
-    def image(self, options: dict) -> str:
-        override = options.get("galera_image") or current().galera_image
+    def image(self, options: ClusterOptions) -> str:
+        override = options.galera_image or current().galera_image
         if override:
             return override
         r = subprocess.run(["bash", str(BUILD), "--tag", "galera"], capture_output=True, text=True)
         return r.stdout.strip()
 
-    def images(self, options: dict) -> list[str]:
+    def images(self, options: ClusterOptions) -> list[str]:
         return [self.image(options)]
 
-    def ensure_images(self, options: dict) -> None:
+    def ensure_images(self, options: ClusterOptions) -> None:
         img = self.image(options)
         if docker.image_present(img):
             return
-        if options.get("galera_image"):
+        if options.galera_image:
             raise NdbChaosError(f"image {img} is not present locally")
         r = subprocess.run(["bash", str(BUILD), "galera"], text=True)
         if r.returncode != 0 or not docker.image_present(img):
             raise NdbChaosError(f"building {img} failed (see the output above)")
 
-    def compose_files(self, options: dict) -> list[Path]:
-        return [COMPOSE_DIR / "galera.yml"] + [Path(p) for p in options.get("overlays", [])]
+    def compose_files(self, options: ClusterOptions) -> list[Path]:
+        return [COMPOSE_DIR / "galera.yml"] + [Path(p) for p in options.overlays]
 
-    def compose_env(self, options: dict) -> dict[str, str]:
+    def compose_env(self, options: ClusterOptions) -> dict[str, str]:
         n = data_count(options)
         env = {
             "NDBCHAOS_GALERA_IMAGE": self.image(options),
             "GALERA_PEERS": ",".join(f"data{i}" for i in range(1, n + 1)),
         }
-        for k, v in (options.get("ports") or {}).items():
+        for k, v in options.ports.items():
             env[f"NDBCHAOS_PORT_{k.upper()}"] = str(v)
         return env
 
-    def compose_profiles(self, options: dict) -> list[str]:
+    def compose_profiles(self, options: ClusterOptions) -> list[str]:
         return ["three"] if data_count(options) == 3 else []
 
     # -- start ------------------------------------------------------------------------------
@@ -105,8 +106,8 @@ class GaleraLifecycle(LifecyclePart):
     def prepare(self, cluster) -> None:
         pass  # the user and database were created in start(); nothing else to do
 
-    def options_from_topology(self, topology) -> dict:
-        return {"galera_data_nodes": len(topology.data_nodes)}
+    def options_from_topology(self, topology) -> ClusterOptions:
+        return ClusterOptions(galera_data_nodes=len(topology.data_nodes))
 
 
 class GaleraRecovery(RecoveryPart):

@@ -6,7 +6,7 @@ number of data nodes, the members and the scenario's keywords: no Docker, no SQL
 from __future__ import annotations
 
 from ...errors import UsageError
-from ...vocabulary import Expectation
+from ...vocabulary import ClusterOptions, Expectation
 
 # Timers from ndbchaos/data/compose/galera/galera.cnf (keep in sync; a unit test checks it).
 SUSPECT_TIMEOUT = 3.0  # evs.suspect_timeout
@@ -16,9 +16,9 @@ INSTALL_TIMEOUT = 6.0  # evs.install_timeout
 WAIT_PRIM_TIMEOUT = 30.0  # pc.wait_prim_timeout (default): a joiner with no primary aborts after it
 
 
-def data_count(options: dict) -> int:
+def data_count(options: ClusterOptions) -> int:
     """The number of mariadbd nodes of the layout (2 or 3; ``--galera-data-nodes``)."""
-    n = int(options.get("galera_data_nodes") or 2)
+    n = int(options.galera_data_nodes or 2)
     if n not in (2, 3):
         raise UsageError(f"--galera-data-nodes must be 2 or 3, not {n}")
     return n

@@ -33,7 +33,7 @@ The engine is composed of its parts (``ndbchaos.engines.parts``), each given the
 from __future__ import annotations
 
 from ... import topology as TP
-from ...vocabulary import Expectation, TxnModels
+from ...vocabulary import ClusterOptions, Expectation, TxnModels
 from ..base import Engine, Part
 from ..parts import RulesPart
 from . import expectations, rules
@@ -91,13 +91,13 @@ class NdbRules(RulesPart):
         return TxnModels(("read-committed",), "NDB: READ COMMITTED only (manual, limitations of transactions)",
                          "read skew (G-single), lost updates, stale reads")
 
-    def crash_loss_window_s(self, options: dict) -> float | None:
+    def crash_loss_window_s(self, options: ClusterOptions) -> float | None:
         """Acknowledged commits this long before the cluster stopped may be lost in a system
         restart: ``rules.crash_loss_window_s`` (2 x TimeBetweenGlobalCheckpoints)."""
         return rules.crash_loss_window_s(self.timings(options))
 
     # -- expectations ---------------------------------------------------------------------------
-    def timings(self, options: dict) -> dict:
+    def timings(self, options: ClusterOptions) -> dict:
         """The timing settings of the layout's config.ini (``rules.timings``)."""
         return rules.timings(self.layouts.config(options))
 

@@ -30,6 +30,7 @@ from ...workload.ballast import ensure as ensure_ballast
 from .clusterlog import DATADIR
 from .layout import TWIN_PREFIX
 from .spec import resolve as resolve_spec
+from ...vocabulary import ClusterOptions
 
 SNAPSHOTS = {"end": "SNAPSHOTEND", "start": "SNAPSHOTSTART"}
 #: ``into``: the source cluster's own layout (a fresh cluster as large as the source)
@@ -69,7 +70,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
         raise UsageError(f"backup_restore: snapshot must be one of {', '.join(SNAPSHOTS)}, not {snapshot!r}")
     engine = cluster.engine
     if into == SAME:  # the source's own layout option: a named layout, a spec, or a twin's config.ini
-        into = cluster.options.get("ndb_layout") or current().ndb_layout or "default"
+        into = cluster.options.ndb_layout or current().ndb_layout or "default"
     if not str(into).lower().startswith(TWIN_PREFIX):
         resolve_spec(into)  # a bad layout is refused before anything starts
     db = engine.sql_database
@@ -80,7 +81,7 @@ def backup_restore(cluster, snapshot: str, into: str, table: str, ballast_mb: fl
             ctx.state["ballast"] = ensure_ballast(cluster, ballast_mb)
         # The fresh cluster starts before the load: on this 2-core host a cluster started beside
         # a loaded one took 283 s to be ready, 20 s beside an idle one (9.7.2, one data node).
-        target = factory.beside(cluster, {"ndb_layout": into, "ndb_subnet": _free_subnet()})
+        target = factory.beside(cluster, ClusterOptions(ndb_layout=into, ndb_subnet=_free_subnet()))
         ctx.state["target"] = target
         target.up()
         ctx.state["target_ready_s"] = round(target.ready_seconds or 0.0, 1)

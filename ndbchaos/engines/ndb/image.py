@@ -29,6 +29,7 @@ from ...runtimes import docker
 from ...errors import NdbChaosError
 from ...resources import BUILD
 from ...settings import current
+from ...vocabulary import ClusterOptions
 
 
 #: official images, in the order they are looked for (the Oracle registry's, then Docker Hub's
@@ -85,11 +86,10 @@ def dist_tag(dist: str) -> str:
     return _dist_tag(dist, stamp)
 
 
-def choose(options: dict | None = None) -> ImageChoice:
+def choose(options: ClusterOptions | None = None) -> ImageChoice:
     """The image of this run (see the module docstring). Needs the Docker engine to look for
     official images; raises NdbChaosError (one line) for a distribution that cannot be used."""
-    options = options or {}
-    explicit = options.get("ndb_image") or current().ndb_image
+    explicit = (options.ndb_image if options is not None else None) or current().ndb_image
     if explicit:
         return ImageChoice(explicit, "explicit", f"image {explicit} (NDBCHAOS_NDB_IMAGE)")
     for img in OFFICIAL:
@@ -103,7 +103,7 @@ def choose(options: dict | None = None) -> ImageChoice:
     return ImageChoice(DEFAULT_IMAGE, "none", missing_image_message(DEFAULT_IMAGE))
 
 
-def unavailable(options: dict | None = None) -> str | None:
+def unavailable(options: ClusterOptions | None = None) -> str | None:
     """None when NDB can run here (the chosen image is present, or can be built from the
     distribution), else why not, in one line. A distribution named in ``NDBCHAOS_NDB_DIST`` that
     cannot be used (missing, not an archive, no programs, another architecture) is not "NDB
@@ -122,7 +122,7 @@ def provided() -> list[str]:
     return [f"{v}={value}" for v, value in ((DIST_ENV, s.ndb_dist), (IMAGE_ENV, s.ndb_image)) if value]
 
 
-def missing_for_tests(options: dict | None = None, ci: bool | None = None) -> tuple[bool, str] | None:
+def missing_for_tests(options: ClusterOptions | None = None, ci: bool | None = None) -> tuple[bool, str] | None:
     """What a test that needs NDB does here: None when NDB can run, else (fail, one line).
 
     It fails where NDB was asked for and cannot be had: a distribution in ``NDBCHAOS_NDB_DIST``

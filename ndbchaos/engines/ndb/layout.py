@@ -24,6 +24,7 @@ from ... import topology as TP
 from ...errors import InventoryError, UsageError
 from ...resources import COMPOSE_DIR, tools_dir
 from ...settings import current, normalize_subnet
+from ...vocabulary import ClusterOptions
 from .config import NdbConfig, parse_config_ini, read_config, replace_prefix
 from .mycnf import parse as parse_mycnf
 from .mycnf import server_options
@@ -123,30 +124,30 @@ class NdbLayouts:
         self._shipped_cfg: dict[str, NdbConfig] = {}  # layout -> its shipped config.ini, for probe_ports
 
     # -- images and compose ---------------------------------------------------------------
-    def image(self, options: dict) -> str:
+    def image(self, options: ClusterOptions) -> str:
         """The image of this run: ``ndbchaos.engines.ndb.image.choose`` (explicit, else an official
         image present locally, else one built from NDBCHAOS_NDB_DIST)."""
         return choose_image(options).image
 
-    def images(self, options: dict) -> list[str]:
+    def images(self, options: ClusterOptions) -> list[str]:
         return [self.image(options)]
 
-    def ensure_images(self, options: dict) -> None:
+    def ensure_images(self, options: ClusterOptions) -> None:
         """Build the image of NDBCHAOS_NDB_DIST when it is the one chosen and missing; refuse, in
         one line, any other missing image. Never pulls."""
         ensure_image(choose_image(options))
 
-    def layout(self, options: dict) -> str:
+    def layout(self, options: ClusterOptions) -> str:
         """The layout in use: ``default``, ``small`` or a spec's canonical text
         (``nodegroups=3,replicas=2,sql=2,mgm=2,spare=0``): option ndb_layout, else
         the settings' (``--ndb-layout``, NDBCHAOS_NDB_LAYOUT), else default. UsageError (one line)
         for an impossible spec."""
-        return _resolve(options.get("ndb_layout") or current().ndb_layout or "default")[0]
+        return _resolve(options.ndb_layout or current().ndb_layout or "default")[0]
 
-    def layout_spec(self, options: dict) -> LayoutSpec:
+    def layout_spec(self, options: ClusterOptions) -> LayoutSpec:
         return _resolve(self.layout(options))[1]
 
-    def layout_text(self, options: dict, which: str) -> str:
+    def layout_text(self, options: ClusterOptions, which: str) -> str:
         """The text of the layout's ``config.ini``, ``my.cnf`` or ``compose`` file, for the subnet in
         use, without writing anything (``ndbchaos layout``)."""
         lay, net = self.layout(options), self.subnet(options)
@@ -159,11 +160,11 @@ class NdbLayouts:
             return render_compose(spec, net)
         return (render_config_ini if which == "config.ini" else render_my_cnf)(spec, net)
 
-    def subnet(self, options: dict) -> str:
-        v = options.get("ndb_subnet")
+    def subnet(self, options: ClusterOptions) -> str:
+        v = options.ndb_subnet
         return normalize_subnet(v) if v else current().ndb_subnet or _default_net(self.layout(options))
 
-    def config_files(self, options: dict) -> tuple[Path, Path]:
+    def config_files(self, options: ClusterOptions) -> tuple[Path, Path]:
         """(config.ini, my.cnf) in use: the shipped files, copies rendered for another subnet, or
         those generated from a spec (content-hashed names in the tool cache)."""
         lay, net = self.layout(options), self.subnet(options)
@@ -178,7 +179,7 @@ class NdbLayouts:
         return tuple(_cached(f"{src.stem}-{net}", src.suffix, replace_prefix(src.read_text(), default_net, net))
                      for src in (ini_p, cnf_p))
 
-    def config(self, options: dict) -> NdbConfig:
+    def config(self, options: ClusterOptions) -> NdbConfig:
         if self._adopted is not None:
             return self._adopted
         ini, cnf = self.config_files(options)
@@ -224,20 +225,20 @@ class NdbLayouts:
             return [f"configuration read from the cluster by ndb_config on {spec.name}"] + notes
         raise InventoryError(f"inventory {inv.path}: cannot read the cluster's configuration: {last}")
 
-    def root_password(self, options: dict) -> str:
-        return options.get("ndb_root_password") or current().ndb_root_password or DEFAULT_ROOT_PASSWORD
+    def root_password(self, options: ClusterOptions) -> str:
+        return options.ndb_root_password or current().ndb_root_password or DEFAULT_ROOT_PASSWORD
 
-    def compose_files(self, options: dict) -> list[Path]:
+    def compose_files(self, options: ClusterOptions) -> list[Path]:
         lay = self.layout(options)
         if lay in LAYOUTS:
             main = COMPOSE_DIR / LAYOUTS[lay][0]
         else:
             spec, net = _resolve(lay)[1], _default_net(lay)
-            ini, cnf = self.config_files({**options, "ndb_subnet": net})
+            ini, cnf = self.config_files(options.with_(ndb_subnet=net))
             main = _cached(f"ndb-{_slug(spec)}", ".yml", render_compose(spec, net, str(ini), str(cnf)))
-        return [main] + [Path(p) for p in options.get("overlays", [])]
+        return [main] + [Path(p) for p in options.overlays]
 
-    def compose_env(self, options: dict) -> dict[str, str]:
+    def compose_env(self, options: ClusterOptions) -> dict[str, str]:
         ini, cnf = self.config_files(options)
         env = {
             "NDBCHAOS_NDB_IMAGE": self.image(options),
@@ -246,14 +247,14 @@ class NdbLayouts:
             "NDBCHAOS_NDB_MYCNF": str(cnf),
             "NDBCHAOS_NDB_ROOT_PASSWORD": self.root_password(options),
         }
-        for k, v in (options.get("ports") or {}).items():
+        for k, v in options.ports.items():
             env[f"NDBCHAOS_PORT_{k.upper()}"] = str(v)
         return env
 
-    def compose_profiles(self, options: dict) -> list[str]:
+    def compose_profiles(self, options: ClusterOptions) -> list[str]:
         return []
 
-    def services(self, options: dict) -> dict[str, list[str]]:
+    def services(self, options: ClusterOptions) -> dict[str, list[str]]:
         """role -> compose service names of the layout, in node id order."""
         import yaml
         doc = yaml.safe_load(self.compose_files(options)[0].read_text())
@@ -265,7 +266,7 @@ class NdbLayouts:
             out.setdefault(role, []).append((nid, name))
         return {r: [n for _, n in sorted(v)] for r, v in out.items()}
 
-    def overlay_services(self, options: dict) -> list[str]:
+    def overlay_services(self, options: ClusterOptions) -> list[str]:
         """Services the overlay compose files add (e.g. toxiproxy), in file order."""
         import yaml
         out: list[str] = []
@@ -291,7 +292,7 @@ class NdbLayouts:
             cn = self._adopted.node(node.nodeid) if node.nodeid is not None else None
             return (cn if cn is not None and cn.type == want else None), self._adopted
         try:
-            first = self.layout({})
+            first = self.layout(ClusterOptions())
         except UsageError:
             first = "default"
         cache = self._shipped_cfg
@@ -329,7 +330,7 @@ class NdbLayouts:
             return [self.sql_port]
         raise UsageError(f"{node.name}: role {node.role!r} is not a node of an NDB cluster (no port to probe)")
 
-    def options_from_topology(self, topology) -> dict:
+    def options_from_topology(self, topology) -> ClusterOptions:
         """The options of the layout whose config.ini has exactly the topology's data node ids
         (default 11-14, small 2-3; management and SQL node ids must belong to it too), plus
         ``ndb_subnet`` when the nodes' addresses ("last octet = 100 + NodeId") are on another /24
@@ -345,7 +346,7 @@ class NdbLayouts:
         if len(specs) > 1:
             raise UsageError(f"project {topology.project}: containers of more than one NDB layout: {sorted(specs)}")
         if specs:  # a generated layout: its containers carry their spec
-            lay = self.layout({"ndb_layout": specs.pop()})
+            lay = self.layout(ClusterOptions(ndb_layout=specs.pop()))
             found = (lay, _default_net(lay))
         for lay, (_, ini, _, net) in ({} if found else LAYOUTS).items():
             cfg = read_config(COMPOSE_DIR / ini)
@@ -357,12 +358,12 @@ class NdbLayouts:
             raise UsageError(f"project {topology.project}: node ids {sorted((r, i) for r, i in labelled)} match no "
                              f"NDB layout ({', '.join(LAYOUTS)})")
         lay, default_net = found
-        opts: dict = {"ndb_layout": lay}
+        opts = ClusterOptions(ndb_layout=lay)
         prefixes = {n.ip.rsplit(".", 1)[0] for n in topology.nodes
                     if n.ip and n.nodeid is not None and n.role in (TP.MGM, TP.DATA, TP.SQL)
                     and n.ip.rsplit(".", 1)[-1] == str(100 + n.nodeid)}
         if len(prefixes) == 1:
             net = prefixes.pop()
             if net != default_net:
-                opts["ndb_subnet"] = normalize_subnet(net)
+                opts = opts.with_(ndb_subnet=normalize_subnet(net))
         return opts

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ...runtimes import docker
 from ... import topology as TP
 from ...errors import ClusterNotReady, NdbChaosError
+from ...vocabulary import ClusterOptions
 from ...waiting import Deadline, wait_until
 from ..parts import Account, LifecyclePart
 from .layout import NdbLayouts
@@ -33,29 +34,29 @@ class NdbLifecycle(LifecyclePart):
         self.layouts, self.shell, self.account = layouts, shell, account
 
     # -- images and compose: the layout's ----------------------------------------------------
-    def image(self, options: dict) -> str:
+    def image(self, options: ClusterOptions) -> str:
         return self.layouts.image(options)
 
-    def images(self, options: dict) -> list[str]:
+    def images(self, options: ClusterOptions) -> list[str]:
         return self.layouts.images(options)
 
-    def ensure_images(self, options: dict) -> None:
+    def ensure_images(self, options: ClusterOptions) -> None:
         self.layouts.ensure_images(options)
 
-    def compose_files(self, options: dict) -> list[Path]:
+    def compose_files(self, options: ClusterOptions) -> list[Path]:
         return self.layouts.compose_files(options)
 
-    def compose_env(self, options: dict) -> dict[str, str]:
+    def compose_env(self, options: ClusterOptions) -> dict[str, str]:
         return self.layouts.compose_env(options)
 
-    def options_from_topology(self, topology) -> dict:
+    def options_from_topology(self, topology) -> ClusterOptions:
         return self.layouts.options_from_topology(topology)
 
     # -- start ------------------------------------------------------------------------------
     def start(self, cluster: ComposeCluster) -> None:
         """Management nodes first, then data nodes (wait until all are started), then SQL nodes
         (wait until each answers SQL), then the client user and database."""
-        budget = float(cluster.options.get("ndb_start_timeout") or 600)
+        budget = float(cluster.options.ndb_start_timeout or 600)
         deadline = Deadline(budget)
         if self.layouts.layout(cluster.options) != "default":  # what the machine holds now (spec.py)
             check_free(self.layouts.layout_spec(cluster.options), available_mib())

@@ -158,10 +158,11 @@ def twin_mysqld(sections: dict[str, dict[str, str]]) -> tuple[dict[str, str], li
     return kept, changes
 
 
-def seconds(options: dict[str, str], key: str, default: float) -> float:
-    """A whole-seconds option (``ndb-wait-connected``), or ``default`` when unset or not a number."""
+def seconds(mysqld: dict[str, str], key: str, default: float) -> float:
+    """A whole-seconds option of mysqld's (``ndb-wait-connected``), or ``default`` when unset or not a
+    number."""
     try:
-        return float(options[key])
+        return float(mysqld[key])
     except (KeyError, ValueError):
         return default
 

@@ -17,7 +17,7 @@ import socket
 import time
 import uuid
 from pathlib import Path
-from typing import Protocol
+from typing import Mapping, Protocol
 
 from . import disks
 from ... import holds
@@ -29,7 +29,7 @@ from .. import netns
 from ...handle import ClusterHandle, HandleEngine
 from ...settings import Settings, current
 from ...topology import Node, Topology
-from ...vocabulary import ClusterStatus
+from ...vocabulary import ClusterOptions, ClusterStatus
 
 log = logging.getLogger("ndbchaos")
 
@@ -38,19 +38,19 @@ class ComposeEngine(HandleEngine, Protocol):
     """What the compose runtime asks of its engine besides a handle's: the Compose project (files,
     environment, profiles, services), its images and the engine's start order."""
 
-    def compose_files(self, options: dict) -> list[Path]: ...
+    def compose_files(self, options: ClusterOptions) -> list[Path]: ...
 
-    def compose_env(self, options: dict) -> dict[str, str]: ...
+    def compose_env(self, options: ClusterOptions) -> dict[str, str]: ...
 
-    def compose_profiles(self, options: dict) -> list[str]: ...
+    def compose_profiles(self, options: ClusterOptions) -> list[str]: ...
 
-    def services(self, options: dict) -> dict[str, list[str]]:
-        """The Compose services of each role; asked only for ``options["data_disk_mb"]`` (bounded
+    def services(self, options: ClusterOptions) -> dict[str, list[str]]:
+        """The Compose services of each role; asked only for ``options.data_disk_mb`` (bounded
         data disks, an option of the engines that name their services: NDB)."""
 
-    def ensure_images(self, options: dict) -> None: ...
+    def ensure_images(self, options: ClusterOptions) -> None: ...
 
-    def images(self, options: dict) -> list[str]: ...
+    def images(self, options: ClusterOptions) -> list[str]: ...
 
     def start(self, cluster: ComposeCluster) -> None: ...
 
@@ -65,8 +65,8 @@ class ComposeCluster(ClusterHandle):
     backend = "docker"
     netns_outlives_node = False  # a stopped container has no namespace left, nor rules
 
-    def __init__(self, engine: ComposeEngine, options: dict | None = None, project: str | None = None,
-                 clock: RunClock | None = None, settings: Settings | None = None):
+    def __init__(self, engine: ComposeEngine, options: ClusterOptions | Mapping | None = None,
+                 project: str | None = None, clock: RunClock | None = None, settings: Settings | None = None):
         super().__init__(engine, options, project or new_project_id(), clock)
         #: the user's ports (NDBCHAOS_PORT_<SERVICE>): the settings handed in, else the process'
         self.user_ports: dict[str, str] = (settings or current()).port_env
@@ -80,7 +80,7 @@ class ComposeCluster(ClusterHandle):
     @property
     def env(self) -> dict[str, str]:
         env = self.engine.compose_env(self.options)
-        env.update(self.options.get("compose_env") or {})  # overlays' variables (e.g. toxiproxy image)
+        env.update(self.options.compose_env)  # overlays' variables (e.g. toxiproxy image)
         env["NDBCHAOS_PROJECT"] = self.project
         for k, v in self.user_ports.items():
             env.setdefault(k, v)
@@ -112,19 +112,19 @@ class ComposeCluster(ClusterHandle):
             self.note("cluster_ready", seconds=round(self.ready_seconds, 2))
             return status
         except BaseException:
-            if not self.options.get("keep"):
+            if not self.options.keep:
                 self.down()
             raise
 
     def _make_disks(self) -> None:
-        """With ``options["data_disk_mb"]``: each data node's data directory on a bounded disk of
+        """With ``options.data_disk_mb``: each data node's data directory on a bounded disk of
         that size (``ndbchaos.runtimes.compose.disks``), put in place by a compose overlay."""
-        size = self.options.get("data_disk_mb")
+        size = self.options.data_disk_mb
         if not size:
             return
         services = self.engine.services(self.options).get(TP.DATA) or []
         overlay = disks.make(self.project, services, int(size))
-        self.options["overlays"] = [*self.options.get("overlays", []), overlay]
+        self.options = self.options.with_(overlays=[*self.options.overlays, overlay])
         self.note("disks_made", services=services, size_mb=int(size))
 
     def _start_with_pinned_ports(self, attempts: int = 3) -> None:
@@ -151,7 +151,7 @@ class ComposeCluster(ClusterHandle):
 
     def pin_ports(self) -> dict[str, int]:
         text = "".join(f.read_text() for f in self.files if f.exists())
-        user = {f"NDBCHAOS_PORT_{k.upper()}": int(v) for k, v in (self.options.get("ports") or {}).items()}
+        user = {f"NDBCHAOS_PORT_{k.upper()}": int(v) for k, v in self.options.ports.items()}
         taken = set(self.pinned_ports.values()) | set(user.values()) | {int(v) for v in self.user_ports.values()}
         for name in sorted(set(re.findall(r"NDBCHAOS_PORT_([A-Z0-9_]+)", text))):
             var = f"NDBCHAOS_PORT_{name}"

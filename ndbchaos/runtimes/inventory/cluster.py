@@ -16,14 +16,14 @@ import ipaddress
 import logging
 import socket
 import time
-from typing import Protocol, runtime_checkable
+from typing import Mapping, Protocol, runtime_checkable
 
 from ... import topology as TP
 from ...errors import BlastRadiusError, NdbChaosError
 from .. import netns
 from ...handle import ClusterHandle, HandleEngine
 from ...topology import Node, Topology
-from ...vocabulary import ClusterStatus
+from ...vocabulary import ClusterOptions, ClusterStatus
 from .guard import HostNetHelper, disarm_script, guard_seconds
 from .remote import HostNode, Remote
 from .spec import Inventory, InventoryError
@@ -46,7 +46,8 @@ class InventoryCluster(ClusterHandle):
     backend = "inventory"
     netns_outlives_node = True  # a host keeps its namespace and a partition's rules when a node stops
 
-    def __init__(self, engine: HandleEngine, inventory: Inventory, options: dict | None = None, clock=None):
+    def __init__(self, engine: HandleEngine, inventory: Inventory, options: ClusterOptions | Mapping | None = None,
+                 clock=None):
         if engine.name != inventory.engine:
             raise InventoryError(f"inventory {inventory.path}: engine {inventory.engine}, "
                                  f"but --engine says {engine.name}")
@@ -54,7 +55,7 @@ class InventoryCluster(ClusterHandle):
             raise InventoryError(f"inventory {inventory.path}: the inventory backend runs engine "
                                  f"{', '.join(SUPPORTED_ENGINES)} (not {engine.name} yet)")
         super().__init__(engine, options, inventory.project, clock)
-        self.options["inventory"] = str(inventory.path)
+        self.options = self.options.with_(inventory=str(inventory.path))
         self.inventory = inventory
         self.guard_s = guard_seconds()
         self.remotes = {hn: Remote(hs, inventory.ssh) for hn, hs in inventory.hosts.items()}

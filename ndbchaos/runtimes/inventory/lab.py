@@ -21,6 +21,7 @@ from ..compose.cluster import reap
 from ...engines.ndb import NdbEngine
 from ...errors import NdbChaosError
 from ...resources import BUILD, COMPOSE_DIR, LAB_INVENTORY
+from ...vocabulary import ClusterOptions
 from ...waiting import Deadline, wait_until
 from .cluster import InventoryCluster
 from .spec import load
@@ -63,7 +64,7 @@ def image() -> str:
 
 
 def compose_env() -> dict[str, str]:
-    ini, cnf = NdbEngine().config_files({"ndb_subnet": SUBNET})
+    ini, cnf = NdbEngine().config_files(ClusterOptions(ndb_subnet=SUBNET))
     return {"NDBCHAOS_PROJECT": PROJECT, "NDBCHAOS_NDBHOST_IMAGE": image(), "NDBCHAOS_LAB_SUBNET": SUBNET,
             "NDBCHAOS_LAB_KEY": str(ensure_key()) + ".pub", "NDBCHAOS_NDB_CONFIG": str(ini),
             "NDBCHAOS_NDB_MYCNF": str(cnf)}
