@@ -221,7 +221,7 @@ def _analyze(txns, finish, types, mt, ks, is_app, av, ok_read, rlen, elems, read
         cases = np.flatnonzero(g1a | g1b).tolist()  # reads, in history order
         has_failed = bool((types[a_t] == FAIL).any())
         has_intermediate = bool(again.any())
-        twice_txns = [txns[i] for i in suspects.tolist()]
+        twice_txns = txns.take(suspects.tolist()) if hasattr(txns, "take") else [txns[i] for i in suspects.tolist()]
         #: lost updates: [(key, version read, [txn ids])], in the order the reference finds them
         lost_updates = [(rk_list[r], read_value(r), ts) for r, ts in lost]
 

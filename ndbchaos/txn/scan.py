@@ -71,11 +71,12 @@ def _numbers(buf: bytes, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """(the skeleton's bytes, each number's value), or None for a number the shape does not take
     (leading zeros, more than 15 digits). Digits are read 8 at a time from the 64-bit word at
     their place (``_eight_digits``)."""
-    isd = (b - np.uint8(48)) < 10
-    first = isd.copy()
-    first[1:] &= ~isd[:-1]
+    isd = np.less(b - np.uint8(48), 10)
+    first = np.empty_like(isd)
+    first[0] = isd[0]
+    np.greater(isd[1:], isd[:-1], out=first[1:])
     starts = np.flatnonzero(first)
-    words = np.ndarray((len(b),), dtype="<u8", buffer=buf + b"\0" * 8, strides=(1,))
+    words = np.ndarray((len(b),), dtype="<u8", buffer=buf, strides=(1,))  # (buf: 8 more bytes)
     w = words[starts]
     # a run's length: the lowest byte of its word that is not a digit (8: all are)
     nd = ~_digit_bytes(w)
@@ -96,9 +97,10 @@ def _numbers(buf: bytes, b: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         lo = _eight_digits(words[starts[long_] + ln - 8]).astype(np.int64)
         hi = _eight_digits(w[long_] << ((16 - ln) << 3).astype(np.uint64)).astype(np.int64)
         vals[long_] = hi * 100_000_000 + lo
-    keep = ~isd
+    keep = np.logical_not(isd)
     keep[starts] = True
-    keep[1:] &= (b[1:] != 32) | (b[:-1] != _COMMA)  # a space after a comma (adya's read lists)
+    sp = np.flatnonzero(b == 32)
+    keep[sp[b[sp - 1] == _COMMA]] = False  # a space after a comma (adya's read lists); no line starts with one
     neg = starts[starts > 0]
     neg = neg[b[neg - 1] == ord("-")]
     keep[neg - 1] = False
@@ -199,10 +201,11 @@ def _tokens(sk: np.ndarray) -> np.ndarray | None:
     return t
 
 
-def _chunk(buf: bytes):
-    """The events of whole lines: (head type, index, process, time, value null), and their
-    micro-ops: (event, append, key, appended value, read length or -1), the read elements."""
-    b = np.frombuffer(buf, dtype=np.uint8)
+def _chunk(buf: memoryview):
+    """The events of whole lines (``buf``, and 8 bytes after it that are not read as text): (head
+    type, index, process, time, value null), and their micro-ops: (event, append, key, appended
+    value, read length or -1), the read elements."""
+    b = np.frombuffer(buf, dtype=np.uint8)[:-8]
     got = _numbers(buf, b)
     if got is None:
         return None
@@ -232,15 +235,16 @@ def _chunk(buf: bytes):
 
 def scan(data: bytes) -> TxnArrays | None:
     """The transactions of JSON lines of that shape (module docstring), or None."""
-    if not data.endswith(b"\n"):
-        data += b"\n"
+    data = data + (b"\0" * 8 if data.endswith(b"\n") else b"\n" + b"\0" * 8)  # (8 bytes for the last words)
+    view = memoryview(data)
+    size = len(data) - 8
     evs, mops, elems = [], [], []
     a = 0
     n_ev = 0
-    while a < len(data):
-        e = data.find(b"\n", a + CHUNK)
-        e = len(data) if e < 0 else e + 1
-        got = _chunk(data[a:e])
+    while a < size:
+        e = data.find(b"\n", a + CHUNK, size)
+        e = size if e < 0 else e + 1
+        got = _chunk(view[a:e + 8])
         if got is None:
             return None
         ev, mo, el = got

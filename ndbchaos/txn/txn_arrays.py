@@ -60,16 +60,33 @@ class TxnArrays:
         return len(self.type)
 
     def txn(self, i: int) -> Txn:
-        a, b = int(self.moff[i]), int(self.moff[i + 1])
+        return self.txns([i])[0]
+
+    def txns(self, ids) -> list[Txn]:
+        """The transactions of these places, built together (one gather per field)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        mo = ranges(self.moff[ids], self.mlen[ids])
+        rlen = self.rlen[mo]
+        els = self.elems[ranges(self.roff[mo], np.maximum(rlen, 0))].tolist()
         mops = []
-        for app, k, v, n, r in zip(self.app[a:b].tolist(), self.key[a:b].tolist(), self.val[a:b].tolist(),
-                                   self.rlen[a:b].tolist(), self.roff[a:b].tolist()):
+        e = 0
+        for app, k, v, n in zip(self.app[mo].tolist(), self.key[mo].tolist(), self.val[mo].tolist(), rlen.tolist()):
             if app:
                 mops.append(("append", k, v))
+            elif n < 0:
+                mops.append(("r", k, None))
             else:
-                mops.append(("r", k, None if n < 0 else tuple(self.elems[r:r + n].tolist())))
-        return Txn(i, int(self.index[i]), int(self.process[i]), int(self.type[i]), mops, int(self.inv[i]),
-                   int(self.cmp[i]), float(self.start[i]), float(self.end[i]))
+                mops.append(("r", k, tuple(els[e:e + n])))
+                e += n
+        out = []
+        m = 0
+        for i, ln, index, proc, typ, inv, cmp_, start, end in zip(
+                ids.tolist(), self.mlen[ids].tolist(), self.index[ids].tolist(), self.process[ids].tolist(),
+                self.type[ids].tolist(), self.inv[ids].tolist(), self.cmp[ids].tolist(), self.start[ids].tolist(),
+                self.end[ids].tolist()):
+            out.append(Txn(i, index, proc, typ, mops[m:m + ln], inv, cmp_, start, end))
+            m += ln
+        return out
 
     def read_value(self, mop: int):
         """A read micro-op's value: a tuple, or None."""
@@ -105,8 +122,17 @@ class LazyTxns(Sequence):
 
     def __iter__(self):
         if self._all is None:
-            self._all = [self._built.get(i) or self.arrays.txn(i) for i in range(len(self))]
+            built = self.arrays.txns(np.arange(len(self)))
+            self._all = [self._built.get(i) or t for i, t in enumerate(built)]
         return iter(self._all)
+
+    def take(self, ids: list[int]) -> list[Txn]:
+        """``[self[i] for i in ids]``, those not built yet built together."""
+        if self._all is None:
+            todo = [i for i in dict.fromkeys(ids) if i not in self._built]
+            if todo:
+                self._built.update(zip(todo, self.arrays.txns(todo)))
+        return [self[i] for i in ids]
 
     def column(self, name: str) -> np.ndarray:
         if name == "id":  # (a transaction's id is its place)
