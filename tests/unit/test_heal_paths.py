@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -137,8 +138,59 @@ def test_the_session_end_heals_then_removes_its_cluster_unless_it_is_kept(monkey
 # -- 4. SIGTERM to a pytest session: unwound as Ctrl-C, through the fixtures -----------------------
 
 def test_sigterm_in_a_pytest_session_unwinds_like_ctrl_c():
-    with pytest.raises(KeyboardInterrupt, match="signal 15"):
-        pytest_plugin._sigterm(signal.SIGTERM, None)
+    old = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(KeyboardInterrupt, match="signal 15"):
+            pytest_plugin._sigterm(signal.SIGTERM, None)
+        assert signal.getsignal(signal.SIGTERM) is pytest_plugin._sigterm_again
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+SESSION = textwrap.dedent("""
+    import time
+    import pytest
+
+    @pytest.fixture
+    def held(tmp_path_factory):
+        yield
+        open({tearing!r}, "w").close()
+        time.sleep(3)
+        open({done!r}, "w").write("torn down")
+
+    def test_waits(held):
+        open({ready!r}, "w").close()
+        time.sleep(60)
+""")
+
+
+def test_a_second_sigterm_does_not_cut_the_teardown_short(tmp_path):
+    """A supervisor that repeats SIGTERM (or a user who sends it twice) must not stop the heal
+    half way: the first unwinds like Ctrl-C, the next ones are ignored while fixtures tear down."""
+    marks = {k: str(tmp_path / k) for k in ("ready", "tearing", "done")}
+    (tmp_path / "test_child.py").write_text(SESSION.format(**marks))
+    p = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_child.py"],
+                         cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_signals)
+    try:
+        _wait_for(marks["ready"], p)
+        p.send_signal(signal.SIGTERM)
+        _wait_for(marks["tearing"], p)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert open(marks["done"]).read() == "torn down", out[-2000:] + err[-2000:]
+    assert "SIGTERM again while tearing down: ignored" in err, err[-2000:]
+    assert p.returncode != 0
+
+
+def _wait_for(path: str, p: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        assert p.poll() is None, p.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
 
 
 # -- 5. outside pytest (a script, the fault command's process): exit and signals -------------------
