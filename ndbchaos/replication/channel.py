@@ -196,11 +196,30 @@ def read_state(replica: Sql, t: float) -> ChannelState:
     return parse_state(t, replica.rows(STATE_SQL, timeout=15))
 
 
-def read_stale_lag(source: Sql, last_applied: int, tracker: LagTracker, t: float) -> Lag:
-    """The lag when the replica cannot be read: the source's index against the last applied
-    epoch read (``Lag.stale``)."""
-    newest, behind = parse_binlog(source.rows(binlog_sql(last_applied), timeout=15))
-    return tracker.observe(t, newest, last_applied, behind, stale=True)
+def sample_lag(replica: Sql, sources: list[Sql], source_ids: tuple[int, ...], tracker: LagTracker, t: float,
+               last: Lag | None) -> tuple[Lag | None, list[str]]:
+    """One lag sample that survives a dead node: the replica's applied epoch, or when it cannot
+    be read the last one read (``Lag.stale``: exact while the applier is down, nothing else
+    applies); then the first of ``sources`` (the channel's binlog server first) whose index
+    answers: every binlog server of the source logs the same epochs. (the lag or None, the
+    errors met)."""
+    errors: list[str] = []
+    stale = False
+    try:
+        applied = parse_epoch(replica.rows(applied_sql(source_ids), timeout=15), "ndb_apply_status")
+    except ReplicationError as e:
+        errors.append(str(e))
+        if last is None:
+            return None, errors
+        applied, stale = last.applied_epoch, True
+    for src in sources:
+        try:
+            newest, behind = parse_binlog(src.rows(binlog_sql(applied), timeout=15))
+        except ReplicationError as e:
+            errors.append(str(e))
+            continue
+        return tracker.observe(t, newest, applied, behind, stale), errors
+    return None, errors
 
 
 def read_lag(source: Sql, replica: Sql, source_ids: tuple[int, ...], tracker: LagTracker, t: float) -> Lag:

@@ -4,6 +4,8 @@
   an SQL node; the channel resumes from the replica's saved positions (manual, "Handling an
   Unexpected Halt of a Replica": mysql.slave_relay_log_info, InnoDB; what 9.7.2 does with NDB
   tables, whose changes are not in that transaction: docs/facts.md NDB 15.5);
+* the channel's binlog server killed, healed by the documented channel failover to the standby
+  binlog server (``failover.py``) and a restart of the lost one;
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
   NDB 15.6).
@@ -13,11 +15,13 @@ Each heal returns notes for the run (what it did, what it found).
 
 from __future__ import annotations
 
+from .. import topology as TP
 from ..runtimes import docker
 from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
 from .layout import REPLICA_NET_TIMEOUT_S
-from .pair import CONNECT_RETRY_S, PROBE_BOUND_S, ReplicationPair
+from .failover import failover
+from .pair import CONNECT_RETRY_S, PROBE_BOUND_S, ReplicationPair, SqlNode
 
 #: how long a restarted SQL node may take to answer SQL: ndb-wait-connected + ndb-wait-setup of
 #: the shipped my-small.cnf (60 s each: mysqld waits that long for the cluster, then for its NDB
@@ -43,14 +47,7 @@ def restart_applier(pair: ReplicationPair) -> list[str]:
     d = Deadline(SQL_RESTART_BOUND_S)
     pair.replica.engine.recover_nodes(pair.replica, [node])
     app = pair.sql("replica")
-
-    def answers():
-        try:
-            return app.rows("SELECT 1") == [["1"]]
-        except ReplicationError:
-            return False
-
-    wait_until(answers, SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
+    wait_until(lambda: _answers(app), SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
         f"{app.name} did not answer SQL within {SQL_RESTART_BOUND_S}s of its restart"))
     notes = [f"{pair.applier} answered SQL {d.elapsed():.1f}s after its restart"]
     c = pair.replica.container(node)
@@ -63,10 +60,50 @@ def restart_applier(pair: ReplicationPair) -> list[str]:
     return notes
 
 
+def kill_binlog_server(pair: ReplicationPair) -> str:
+    """SIGKILL of the channel's binlog server; its name."""
+    name = pair.binlog_server
+    pair.source.container(pair.source.topology.node(name)).kill()
+    return name
+
+
+def fail_over_and_restart(pair: ReplicationPair, lost: str, to: str, record: list) -> list[str]:
+    """The operator's heal of a lost binlog server: the documented channel failover to ``to``
+    (``failover.failover``, appended to ``record``), then the lost SQL node started again (its
+    new binary log begins with a LOST_EVENTS gap: docs/facts.md NDB 15.7; the channel no longer
+    reads it)."""
+    f = failover(pair, to)
+    record.append(f)
+    notes = [f"failover {f.from_server} -> {f.to_server} at epoch {f.latest_epoch} ({f.log_file}:{f.log_pos}) "
+             f"in {f.seconds:.2f}s"]
+    notes += _channel_back(pair)
+    node = pair.source.topology.node(lost)
+    pair.source.engine.recover_nodes(pair.source, [node])
+    sql = pair.sql("source", lost)
+    wait_until(lambda: _answers(sql), SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
+        f"{sql.name} did not answer SQL within {SQL_RESTART_BOUND_S}s of its restart"))
+    return notes + [f"{lost} restarted"]
+
+
+def _answers(sql) -> bool:
+    try:
+        return sql.rows("SELECT 1") == [["1"]]
+    except ReplicationError:
+        return False
+
+
 def restore(pair: ReplicationPair) -> list[str]:
     """Back to a running, verified channel before a scenario (after one that failed half-way):
     the applier started if it is down, the link attached, the channel started; then the probe."""
     notes = []
+    down = [n for n in pair.source.topology.role(TP.SQL)
+            if docker.container_state(pair.source.container(n)) != "running"]
+    if down:
+        pair.source.engine.recover_nodes(pair.source, down)
+        for n in down:
+            sql = SqlNode(pair.source, n)
+            wait_until(lambda: _answers(sql), SQL_RESTART_BOUND_S, 1.0)
+        notes.append("source SQL nodes started: " + ", ".join(n.name for n in down))
     c = pair.replica.container(pair.replica.topology.node(pair.applier))
     if docker.container_state(c) != "running":
         notes += restart_applier(pair)
@@ -109,5 +146,5 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
     return [f"channel not running {d.elapsed():.1f}s after the heal: {st[0].describe()}"]
 
 
-__all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "heal_link", "kill_applier",
-           "restart_applier", "restore"]
+__all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "heal_link",
+           "kill_applier", "kill_binlog_server", "restart_applier", "restore"]

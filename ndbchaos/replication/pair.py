@@ -125,6 +125,7 @@ class ReplicationPair:
             self.source.up(timeout=d.remaining())
             self.replica.up(timeout=d.remaining())
             self.link()
+            self.create_accounts()
             self.configure_channel()
             self.verify(PROBE_BOUND_S)
         except BaseException:
@@ -166,17 +167,21 @@ class ReplicationPair:
         self.linked = False
         self.replica.note("replication_link", network=net.name, container=c.name, state="down")
 
-    def configure_channel(self, binlog_server: str | None = None, log_file: str | None = None,
-                          log_pos: int | None = None) -> tuple[str, int]:
-        """The replication account on every binlog server, then the channel on the applier: from
-        ``log_file``/``log_pos``, or the binlog server's current position. Returns the position."""
-        if binlog_server:
-            self.binlog_server = binlog_server
+    def create_accounts(self) -> None:
+        """The replication account on every binlog server (users are local to each mysqld), with
+        sql_log_bin=0 so the statement is not itself replicated."""
         for n in self.source.topology.role(TP.SQL):
             SqlNode(self.source, n).rows(
                 "SET SESSION sql_log_bin = 0; "
                 f"CREATE USER IF NOT EXISTS '{REPL_USER}'@'%' IDENTIFIED BY '{REPL_PASSWORD}'; "
                 f"GRANT REPLICATION SLAVE ON *.* TO '{REPL_USER}'@'%'")
+
+    def configure_channel(self, binlog_server: str | None = None, log_file: str | None = None,
+                          log_pos: int | None = None) -> tuple[str, int]:
+        """The channel on the applier, to ``binlog_server`` (else the current one): from
+        ``log_file``/``log_pos``, or the binlog server's current position. Returns the position."""
+        if binlog_server:
+            self.binlog_server = binlog_server
         src = self.sql("source")
         if log_file is None:
             rows = src.rows("SHOW BINARY LOG STATUS")
@@ -224,9 +229,21 @@ class ReplicationPair:
     def lag(self) -> Lag:
         return read_lag(self.sql("source"), self.sql("replica"), self.source_ids, self.tracker, self.clock.now())
 
+    def applied_epoch(self) -> int:
+        """The newest epoch of the source's server ids in the replica's ndb_apply_status."""
+        return parse_epoch(self.sql("replica").rows(applied_sql(self.source_ids), timeout=15), "ndb_apply_status")
+
     def source_epoch(self) -> int:
-        """The newest epoch in the binlog server's ndb_binlog_index (0: none yet)."""
-        return parse_binlog(self.sql("source").rows(binlog_sql(0), timeout=15))[0]
+        """The newest epoch in the binlog server's ndb_binlog_index (0: none yet); when it does not
+        answer (it is down), another binlog server's: every binlog server logs the same epochs."""
+        names = [self.binlog_server] + [n.name for n in self.source.topology.sql_nodes if n.name != self.binlog_server]
+        errors = []
+        for name in names:
+            try:
+                return parse_binlog(self.sql("source", name).rows(binlog_sql(0), timeout=15))[0]
+            except ReplicationError as e:
+                errors.append(str(e))
+        raise ReplicationError("no binlog server answers: " + "; ".join(errors))
 
     def wait_caught_up(self, epoch: int, timeout: float, poll: float = 0.25) -> float:
         """Until the replica has applied ``epoch`` (ndb_apply_status); the seconds it took.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..scenario import ScenarioRun
-from .channel import ChannelState, Lag, ReplicationError, read_stale_lag
+from .channel import ChannelState, Lag, ReplicationError, sample_lag
 from .convergence import Convergence, Snapshot, expected_from_ledger, judge, ledger_rows
 from .pair import ReplicationPair
 
@@ -113,17 +113,27 @@ class ReplicationRun:
 
     # -- sampling --------------------------------------------------------------------------------
     def _sample_once(self) -> None:
+        """One sample of the channel's state and lag. When the replica cannot be read (the
+        applier is down), the lag counts from the last applied epoch read (``Lag.stale``); when
+        the channel's binlog server cannot be read (it is down), from another binlog server's
+        index: every binlog server of the source logs the same epochs."""
         try:
             self.states.append(self.pair.state())
-            self.lags.append(self.pair.lag())
-        except ReplicationError as e:  # the applier is down during its own kill: a gap, said
-            if len(self.sample_errors) < 50:
-                self.sample_errors.append(f"{self.now:.1f}: {e}")
-            last = self.lags[-1].applied_epoch if self.lags else 0
-            try:  # the source's epochs against the last applied one: the lag goes on growing
-                self.lags.append(read_stale_lag(self.pair.sql("source"), last, self.pair.tracker, self.now))
-            except ReplicationError:
-                pass
+        except ReplicationError as e:
+            self._gap(e)
+        names = [self.pair.binlog_server] + [n.name for n in self.pair.source.topology.sql_nodes
+                                             if n.name != self.pair.binlog_server]
+        last = self.lags[-1] if self.lags else None
+        lag, errors = sample_lag(self.pair.sql("replica"), [self.pair.sql("source", n) for n in names],
+                                 self.pair.source_ids, self.pair.tracker, self.now, last)
+        for e in errors:
+            self._gap(e)
+        if lag is not None:
+            self.lags.append(lag)
+
+    def _gap(self, e: Exception | str) -> None:
+        if len(self.sample_errors) < 50:
+            self.sample_errors.append(f"{self.now:.1f}: {e}")
 
     def _sample(self) -> None:
         while not self._stop.wait(SAMPLE_S):

@@ -15,8 +15,9 @@ import time
 import pytest
 
 from ndbchaos.errors import NdbChaosError
-from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, SQL_RESTART_BOUND_S, cut_link, heal_link,
-                                         kill_applier, restart_applier, restore)
+from ndbchaos.replication.failover import STEPS
+from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, SQL_RESTART_BOUND_S, cut_link, fail_over_and_restart,
+                                         heal_link, kill_applier, kill_binlog_server, restart_applier, restore)
 from ndbchaos.replication.layout import PairLayout
 from ndbchaos.replication.pair import ReplicationPair
 from ndbchaos.replication.run import SAMPLE_S, ReplicationRun
@@ -131,3 +132,23 @@ def test_link_cut_and_healed_under_load_converges(pair):
     bound = CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S)
     rep = _play(pair, 43, "inter-cluster link cut", lambda: cut_link(pair), lambda: heal_link(pair), bound)
     _judge(rep, bound)
+
+
+def test_binlog_server_killed_channel_fails_over_to_the_standby_and_converges(pair):
+    """The channel's binlog server (sql1) killed under load; the heal is the manual's channel
+    failover to the standby binlog server (sql2) at the replica's last applied epoch, then sql1
+    started again. Nothing acknowledged may be lost or applied twice across the switch."""
+    done: list = []
+    lost = pair.binlog_server
+    standby = next(n.name for n in pair.source.topology.sql_nodes if n.name != lost)
+    # the backlog is applied once the channel reads the standby: reconnecting to it and applying
+    # what the hold left behind; the failover's own three statements are added when measured
+    bound = CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S)
+    rep = _play(pair, 44, "binlog server killed, channel failover",
+                lambda: kill_binlog_server(pair), lambda: fail_over_and_restart(pair, lost, standby, done),
+                bound + SQL_RESTART_BOUND_S)
+    (f,) = done
+    print("  failover steps: " + "; ".join(f"{s.name} {s.ended - s.started:.2f}s ({s.detail})" for s in f.steps))
+    assert [s.name for s in f.steps] == list(STEPS)
+    assert (f.from_server, f.to_server) == (lost, standby) and pair.binlog_server == standby
+    _judge(rep, bound + f.seconds)

@@ -7,7 +7,7 @@ import yaml
 from ndbchaos.errors import UsageError
 from ndbchaos.replication.channel import (ChannelError, LagTracker, ReplicationError, applied_sql, binlog_sql, gci,
                                           parse_binlog, parse_epoch, parse_state,
-                                          read_stale_lag)
+                                          sample_lag)
 from ndbchaos.replication.layout import BINLOG_OPTIONS, PairLayout, cluster_options, overlay_text, sql_nodes
 
 
@@ -93,16 +93,41 @@ def test_epochs_seen_while_the_replica_cannot_be_read_count_in_the_lag():
     assert tr.observe(6.0, e[3], e[0], 3).seconds == pytest.approx(5.0)
 
 
-def test_a_stale_lag_compares_the_source_with_the_last_applied_epoch():
-    class Source:
-        name = "src/sql1"
-        asked: list = []
+class Node:
+    """An SQL node that answers one row, or fails like a stopped container."""
 
-        def rows(self, sql, timeout=30):
-            self.asked.append(sql)
-            return [[str((10 << 32) + 9), "4"]]
+    def __init__(self, name, row=None):
+        self.name, self.row, self.asked = name, row, []
 
-    tr = LagTracker(seen=[(1.0, (10 << 32) + 6)])
-    lag = read_stale_lag(Source(), (10 << 32) + 5, tr, 3.0)
-    assert lag.stale and lag.behind_epochs == 4 and lag.seconds == pytest.approx(2.0)
-    assert "epoch > " + str((10 << 32) + 5) in Source.asked[0]
+    def rows(self, sql, timeout=30):
+        self.asked.append(sql)
+        if self.row is None:
+            raise ReplicationError(f"{self.name}: SQL failed (exit 126): cannot exec in a stopped container")
+        return [self.row]
+
+
+E = [(10 << 32) + i for i in range(10)]
+
+
+def test_a_lag_sample_with_everything_up_is_exact():
+    replica, src = Node("r/sql1", [str(E[5])]), Node("s/sql1", [str(E[9]), "4"])
+    lag, errors = sample_lag(replica, [src], (1021,), LagTracker(), 1.0, None)
+    assert errors == [] and not lag.stale
+    assert (lag.applied_epoch, lag.source_epoch, lag.behind_epochs) == (E[5], E[9], 4)
+    assert f"epoch > {E[5]}" in src.asked[0]  # the replica first: never an epoch counted applied too soon
+
+
+def test_a_dead_applier_compares_the_source_with_the_last_applied_epoch():
+    tr = LagTracker(seen=[(1.0, E[6])])
+    last = tr.observe(1.0, E[6], E[5], 1)
+    lag, errors = sample_lag(Node("r/sql1"), [Node("s/sql1", [str(E[9]), "4"])], (1021,), tr, 3.0, last)
+    assert lag.stale and lag.applied_epoch == E[5] and lag.seconds == pytest.approx(2.0) and len(errors) == 1
+    # no sample before: nothing to compare with
+    assert sample_lag(Node("r/sql1"), [Node("s/sql1", [str(E[9]), "4"])], (1021,), LagTracker(), 3.0, None)[0] is None
+
+
+def test_a_dead_binlog_server_is_replaced_by_the_standby_index():
+    dead, standby = Node("s/sql1"), Node("s/sql2", [str(E[8]), "3"])
+    lag, errors = sample_lag(Node("r/sql1", [str(E[5])]), [dead, standby], (1021, 1022), LagTracker(), 1.0, None)
+    assert lag.source_epoch == E[8] and not lag.stale and "stopped container" in errors[0]
+    assert sample_lag(Node("r/sql1", [str(E[5])]), [dead], (1021,), LagTracker(), 1.0, None)[0] is None
