@@ -5,5 +5,12 @@
   and verified, observed (lag, state), torn down;
 * ``channel``: the channel's state and the lag as typed values, and the SQL they are read with;
 * ``convergence``: after a heal, every acknowledged row on the replica exactly once, in its final
-  value (a pure check over the history and both sides' rows).
+  value (a pure check over the history and both sides' rows);
+* ``failover``: the manual's channel failover to the standby binlog server, as timed steps;
+* ``faults``: the applier killed, the binlog server killed (healed by the failover), the link cut;
+* ``run``: a scenario: the ledger's load on the source, lag sampling, a fault window, the fence
+  and the convergence check (``ReplicationReport``).
+
+The scenarios: tests/integration/test_replication.py (marker ``replication``); the figures and
+the commands: docs/ndb.md "Replication between two clusters"; the facts: docs/facts.md NDB 15.
 """
