@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Iterator
 
+import numpy as np
+
 from ..history import History, HistoryFormatError
 from ..history.columnar import MAGIC as COLUMNAR_MAGIC
 from ..history.interchange import without_gc
@@ -94,8 +96,8 @@ class TxnHistory:
 
     def counts(self) -> dict[str, int]:
         arrays = getattr(self.txns, "arrays", None)
-        if arrays is not None:
-            return dict(zip(TYPE_NAMES, (int(x) for x in __import__("numpy").bincount(arrays.type, minlength=3))))
+        if arrays is not None:  # read into arrays (``scan``): counted there
+            return dict(zip(TYPE_NAMES, np.bincount(arrays.type, minlength=3).tolist()))
         c = [0, 0, 0]
         for t in self.txns:
             c[t.type] += 1
