@@ -6,6 +6,8 @@
   tables, whose changes are not in that transaction: docs/facts.md NDB 15.5);
 * the channel's binlog server killed, healed by the documented channel failover to the standby
   binlog server (``failover.py``) and a restart of the lost one;
+* the channel's binlog server restarted in place: the applier stops on its binlog's LOST_EVENTS
+  gap, healed by the same failover;
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
   NDB 15.6).
@@ -65,6 +67,38 @@ def kill_binlog_server(pair: ReplicationPair) -> str:
     name = pair.binlog_server
     pair.source.container(pair.source.topology.node(name)).kill()
     return name
+
+
+#: the applier's stop on a binlog gap: error 13119, "The incident LOST_EVENTS occurred on the
+#: source" (docs/facts.md NDB 15.7)
+INCIDENT_ERROR = 13119
+
+
+def restart_binlog_server(pair: ReplicationPair) -> str:
+    """SIGKILL of the channel's binlog server and its start at once: its new binary log begins
+    with a LOST_EVENTS gap (docs/facts.md NDB 15.7). Its name."""
+    name = kill_binlog_server(pair)
+    node = pair.source.topology.node(name)
+    pair.source.engine.recover_nodes(pair.source, [node])
+    sql = pair.sql("source", name)
+    wait_until(lambda: _answers(sql), SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
+        f"{sql.name} did not answer SQL within {SQL_RESTART_BOUND_S}s of its restart"))
+    return name
+
+
+def wait_for_incident(pair: ReplicationPair, timeout: float) -> list[str]:
+    """Until the applier stops on the gap (INCIDENT_ERROR); ReplicationError with the channel's
+    state when it does not within ``timeout``."""
+    d, st = Deadline(timeout), [pair.state()]
+
+    def stopped():
+        st[0] = pair.state()
+        return any(e.number == INCIDENT_ERROR for e in st[0].errors) and st[0].applier == "OFF"
+
+    wait_until(stopped, timeout, 0.25, on_timeout=lambda: ReplicationError(
+        f"the applier did not stop on the binlog gap within {timeout:.0f}s: {st[0].describe()}"))
+    e = next(x for x in st[0].errors if x.number == INCIDENT_ERROR)
+    return [f"applier stopped on the gap ({e.where} error {e.number}: {e.message[:80]}) after {d.elapsed():.1f}s more"]
 
 
 def fail_over_and_restart(pair: ReplicationPair, lost: str, to: str, record: list) -> list[str]:
@@ -147,4 +181,5 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
 
 
 __all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "heal_link",
-           "kill_applier", "kill_binlog_server", "restart_applier", "restore"]
+           "kill_applier", "kill_binlog_server", "restart_applier", "restart_binlog_server", "restore",
+           "wait_for_incident"]

@@ -16,8 +16,9 @@ import pytest
 
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.replication.failover import STEPS
-from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, SQL_RESTART_BOUND_S, cut_link, fail_over_and_restart,
-                                         heal_link, kill_applier, kill_binlog_server, restart_applier, restore)
+from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, INCIDENT_ERROR, SQL_RESTART_BOUND_S, cut_link,
+                                         fail_over_and_restart, heal_link, kill_applier, kill_binlog_server,
+                                         restart_applier, restart_binlog_server, restore, wait_for_incident)
 from ndbchaos.replication.layout import PairLayout
 from ndbchaos.replication.pair import ReplicationPair
 from ndbchaos.replication.run import SAMPLE_S, ReplicationRun
@@ -152,3 +153,24 @@ def test_binlog_server_killed_channel_fails_over_to_the_standby_and_converges(pa
     assert [s.name for s in f.steps] == list(STEPS)
     assert (f.from_server, f.to_server) == (lost, standby) and pair.binlog_server == standby
     _judge(rep, bound + f.seconds)
+
+
+def test_binlog_server_restarted_in_place_stops_the_applier_on_the_gap_and_the_failover_heals_it(pair):
+    """The channel's binlog server killed and started at once: its new binary log begins with a
+    LOST_EVENTS gap, the applier must stop on it (error 13119, docs/facts.md NDB 15.7); the heal
+    is the failover to the standby. Nothing acknowledged may be lost or applied twice."""
+    done: list = []
+    lost = pair.binlog_server
+    standby = next(n.name for n in pair.source.topology.sql_nodes if n.name != lost)
+    bound = CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S)
+
+    def heal():
+        # the receiver reconnects within one retry once the server answers; the gap is its first event
+        return wait_for_incident(pair, CHANNEL_BACK_BOUND_S) + fail_over_and_restart(pair, lost, standby, done)
+
+    rep = _play(pair, 45, "binlog server restarted in place, channel failover",
+                lambda: restart_binlog_server(pair), heal, bound + SQL_RESTART_BOUND_S)
+    (f,) = done
+    assert (f.from_server, f.to_server) == (lost, standby)
+    assert any(str(INCIDENT_ERROR) in e and "LOST_EVENTS" in e for e in rep.channel_errors), rep.channel_errors
+    _judge(rep, bound + f.seconds + CHANNEL_BACK_BOUND_S)
