@@ -24,7 +24,6 @@ adya's, lines of other shapes and randomly damaged ones.
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..history.scan import _U8, _eight_digits, _low_byte, _rep
 from .history import FAIL, INFO, NO_TIME, OK
@@ -129,11 +128,18 @@ _MOP_TEXT = {_A: _text(b'["append",0,0]'), _R: _text(b'["r",0,null]'), _E: _text
 _MOP_LEN = np.zeros(256, dtype=np.int64)
 for _k, _t in _MOP_TEXT.items():
     _MOP_LEN[_k] = len(_t)
-_WIDTH = 80  # the longest text compared at a place, and more
+_WIDTH = 80  # zero bytes after the skeleton: more than the longest text compared at a place
 
 
-def _same(win: np.ndarray, at: np.ndarray, text: np.ndarray) -> bool:
-    return not len(at) or bool((win[at, :len(text)] == text).all())
+def _same(words: np.ndarray, at: np.ndarray, text: np.ndarray) -> bool:
+    """Whether the bytes at each place are ``text``: 8 at a time, the 64-bit words at each place."""
+    for k in range(0, len(text), 8):
+        part = text[k:k + 8].tobytes()
+        v = _U8(int.from_bytes(part.ljust(8, b"\0"), "little"))
+        m = _U8((1 << (8 * len(part))) - 1)
+        if not ((words[at + k] & m) == v).all():
+            return False
+    return True
 
 
 def _tokens(sk: np.ndarray) -> np.ndarray | None:
@@ -150,7 +156,7 @@ def _tokens(sk: np.ndarray) -> np.ndarray | None:
     ls[0] = 0
     ls[1:] = nl[:-1] + 1
     pad = np.concatenate([sk, np.zeros(_WIDTH, dtype=np.uint8)])
-    win = as_strided(pad, shape=(len(sk), _WIDTH), strides=(1, 1), writeable=False)
+    win = np.ndarray((len(pad) - 7,), dtype="<u8", buffer=pad, strides=(1,))  # the word at each place
     c0, c2 = pad[ls + _TYPE_AT], pad[ls + _TYPE_AT + 2]
     kind = np.select([c0 == ord("o"), c0 == ord("f"), (c0 == ord("i")) & (c2 == ord("v")),
                       (c0 == ord("i")) & (c2 == ord("f"))], [2, 3, 1, 4], 0)

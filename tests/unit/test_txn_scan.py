@@ -123,6 +123,9 @@ ODD_LINES = [
     b'{"index":0,"type":"ok","f":"txn","process":0,"time":1,"value":[["r",1,[1,2-3]]]}',
     b'',
     b'{"index":0,"type":"fail","f":"txn","process":0,"time":1,"value":null}',
+    b'{"index":0,"type":"ok"}',
+    b'{"index":0,"type":"invoke","f":"txn","process":0,"time":1,"value":[["r",1,[',
+    b'{"index":0,"type":"invoke","f":"txn","process":0,"time":1,"value":[["append",1',
 ]
 
 
