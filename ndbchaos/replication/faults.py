@@ -8,6 +8,7 @@
   binlog server (``failover.py``) and a restart of the lost one;
 * the channel's binlog server restarted in place: the applier stops on its binlog's LOST_EVENTS
   gap, healed by the same failover;
+* a data node of the source killed and restarted (a node restart) while the channel runs;
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
   NDB 15.6).
@@ -18,6 +19,7 @@ Each heal returns notes for the run (what it did, what it found).
 from __future__ import annotations
 
 from .. import topology as TP
+from ..engines.ndb.rules import CONTAINER_START_SLACK, NDBT_WAIT_CLUSTER_STARTED
 from ..runtimes import docker
 from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
@@ -126,10 +128,31 @@ def _answers(sql) -> bool:
         return False
 
 
+#: a data node's restart to started: the NDB test framework's waitClusterStarted(120) around every
+#: restart (engines/ndb/rules.py, docs/facts.md NDB 7), plus the container's own start
+DATA_RESTART_BOUND_S = NDBT_WAIT_CLUSTER_STARTED + CONTAINER_START_SLACK
+
+
+def kill_source_data_node(pair: ReplicationPair, name: str) -> None:
+    """SIGKILL of one data node of the source (its node group keeps a live replica)."""
+    pair.source.container(pair.source.topology.node(name)).kill()
+
+
+def restart_source_data_node(pair: ReplicationPair, name: str) -> list[str]:
+    """The node restart: its container started, the source healthy again within the bound."""
+    d = Deadline(DATA_RESTART_BOUND_S)
+    pair.source.engine.recover_nodes(pair.source, [pair.source.topology.node(name)])
+    pair.source.wait_healthy(DATA_RESTART_BOUND_S)
+    return [f"{name} restarted, the source healthy {d.elapsed():.1f}s after its start"]
+
+
 def restore(pair: ReplicationPair) -> list[str]:
     """Back to a running, verified channel before a scenario (after one that failed half-way):
     the applier started if it is down, the link attached, the channel started; then the probe."""
     notes = []
+    if not pair.source.status().healthy:  # a data node left down by a scenario that failed half-way
+        pair.source.reset(DATA_RESTART_BOUND_S)
+        notes.append("source reset to healthy")
     down = [n for n in pair.source.topology.role(TP.SQL)
             if docker.container_state(pair.source.container(n)) != "running"]
     if down:
@@ -181,5 +204,5 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
 
 
 __all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "heal_link",
-           "kill_applier", "kill_binlog_server", "restart_applier", "restart_binlog_server", "restore",
-           "wait_for_incident"]
+           "kill_applier", "kill_binlog_server", "kill_source_data_node", "restart_applier", "restart_binlog_server",
+           "restart_source_data_node", "restore", "wait_for_incident"]
