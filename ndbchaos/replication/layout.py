@@ -9,7 +9,7 @@ ignores events that carry its own server id: "General Requirements for NDB Clust
 Replication"); its first SQL node is the applier.
 
 The options go on the mysqld command line through a compose overlay (``ComposeCluster`` takes
-overlays in ``options["overlays"]``), because ``my.cnf`` is one file mounted in every container of
+overlays in ``options.overlays``), because ``my.cnf`` is one file mounted in every container of
 a cluster and ``server-id`` must differ per SQL node.
 """
 
@@ -23,6 +23,7 @@ from ..engines.ndb.spec import resolve
 from ..errors import UsageError
 from ..resources import tools_dir
 from ..settings import normalize_subnet
+from ..vocabulary import ClusterOptions
 
 #: the source: one node group of two data nodes, two SQL nodes (both binlog servers: the channel
 #: reads the first, the second is the standby the documented channel failover moves to), one
@@ -105,7 +106,7 @@ def write_overlay(name: str, text: str) -> Path:
     return dst
 
 
-def cluster_options(pair: PairLayout, side: str) -> dict:
+def cluster_options(pair: PairLayout, side: str) -> ClusterOptions:
     """The ``ComposeCluster`` options of one side (``source`` or ``replica``)."""
     if side == "source":
         lay, net, base, extra = pair.source_layout, pair.source_net, SOURCE_ID_BASE, BINLOG_OPTIONS
@@ -114,4 +115,4 @@ def cluster_options(pair: PairLayout, side: str) -> dict:
     else:
         raise UsageError(f"replication: no side {side!r} (source or replica)")
     overlay = write_overlay(f"{side}-{lay.replace('=', '').replace(',', '-')}", overlay_text(lay, base, extra))
-    return {"ndb_layout": lay, "ndb_subnet": normalize_subnet(net), "overlays": [str(overlay)]}
+    return ClusterOptions(ndb_layout=lay, ndb_subnet=normalize_subnet(net), overlays=(str(overlay),))

@@ -38,6 +38,7 @@ from .. import topology as TP
 from ..clock import RunClock
 from ..engines import get_engine
 from ..runtimes import docker
+from ..runtimes import factory
 from ..runtimes.compose.cluster import ComposeCluster, new_project_id
 from ..topology import Node
 from ..waiting import Deadline, wait_until
@@ -96,11 +97,11 @@ class ReplicationPair:
         layout = layout or PairLayout()
         clock = clock or RunClock()
         src = project or new_project_id()
-        source = ComposeCluster(get_engine("ndb"), cluster_options(layout, "source"), project=src, clock=clock)
-        # ``-replica``: the replica's own network then sorts before the source's in the applier's
-        # NetworkSettings (Docker lists networks by name), so its node address stays its own
-        replica = ComposeCluster(get_engine("ndb"), cluster_options(layout, "replica"), project=f"{src}-replica",
-                                 clock=clock)
+        source = factory.compose(get_engine("ndb"), cluster_options(layout, "source"), project=src, clock=clock)
+        # each node's address is on its own project's network (docker.container_ip), the applier's
+        # too once it is attached to the source's as well
+        replica = factory.compose(get_engine("ndb"), cluster_options(layout, "replica"), project=f"{src}-replica",
+                                  clock=clock)
         return cls(layout, source, replica)
 
     @property

@@ -192,12 +192,17 @@ def published_port(container, private: int) -> int | None:
     return None
 
 
-def container_ip(container, network_name: str | None = None) -> str | None:
+def container_ip(container, network_name: str | None = None, project: str | None = None) -> str | None:
+    """The container's address on ``network_name``, else on its own project's network (Compose
+    names it ``<project>_<name>``), else on the first network it is on. A container another
+    project attached to its network as well (a replication link) keeps its own address."""
     nets = (container.attrs.get("NetworkSettings") or {}).get("Networks") or {}
-    for name, n in nets.items():
-        if network_name is None or name == network_name:
-            if n.get("IPAddress"):
-                return n["IPAddress"]
+    if network_name is not None:
+        return (nets.get(network_name) or {}).get("IPAddress") or None
+    own = [name for name in nets if project and name.startswith(f"{project}_")]
+    for name in own + [name for name in nets if name not in own]:
+        if nets[name].get("IPAddress"):
+            return nets[name]["IPAddress"]
     return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from ..clock import RunClock
 from ..errors import UsageError
 from ..handle import ClusterHandle, ComposeProject, HandleEngine
 from .compose.cluster import ComposeCluster, ComposeEngine
@@ -16,10 +17,11 @@ from ..vocabulary import ClusterOptions
 
 
 def compose(engine: ComposeEngine, options: ClusterOptions | Mapping | None = None,
-            project: str | None = None) -> ComposeCluster:
+            project: str | None = None, clock: RunClock | None = None) -> ComposeCluster:
     """Containers this framework starts as a Compose project (``project``: attach to a running
-    one of that id instead); not started here (``up``)."""
-    return ComposeCluster(engine, options, project=project)
+    one of that id instead; ``clock``: a run clock shared with another cluster); not started here
+    (``up``)."""
+    return ComposeCluster(engine, options, project=project, clock=clock)
 
 
 def inventory(engine: HandleEngine, inv: Inventory,

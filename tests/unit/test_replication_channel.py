@@ -21,10 +21,10 @@ def test_source_sql_nodes_are_binlog_servers_with_distinct_server_ids():
 def test_replica_ids_differ_from_the_source_ids(tmp_path, monkeypatch):
     monkeypatch.setenv("NDBCHAOS_TOOLS", str(tmp_path / "tools"))
     src, rep = cluster_options(PairLayout(), "source"), cluster_options(PairLayout(), "replica")
-    assert (src["ndb_subnet"], rep["ndb_subnet"]) == ("10.213.90", "10.213.91")
+    assert (src.ndb_subnet, rep.ndb_subnet) == ("10.213.90", "10.213.91")
     ids = []
     for opts in (src, rep):
-        (overlay,) = opts["overlays"]
+        (overlay,) = opts.overlays
         doc = yaml.safe_load(open(overlay).read())
         ids += [a for svc in doc["services"].values() for a in svc["command"] if a.startswith("--server-id=")]
     assert len(ids) == len(set(ids)) == 3

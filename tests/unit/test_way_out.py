@@ -197,6 +197,47 @@ def test_what_cannot_be_removed_is_one_line_and_the_rest_is_removed(monkeypatch,
     assert "removed container p-mgm1-1" in out and "removed disk p/data1" in out
 
 
+class _Network:
+    """A project's network that another project's container is still attached to (the replica's
+    applier on the source's network): Docker refuses to remove it until that one is disconnected."""
+
+    def __init__(self, name, attached):
+        self.name, self.attached, self.disconnected = name, list(attached), []
+        self.attrs = {}
+
+    def reload(self):
+        self.attrs = {"Containers": {c: {} for c in self.attached}}
+
+    def disconnect(self, container, force=False):
+        assert force
+        self.attached.remove(container)
+        self.disconnected.append(container)
+
+    def remove(self):
+        if self.attached:
+            raise RuntimeError(f"409 Client Error: error while removing network: network {self.name} has active "
+                               "endpoints")
+
+
+def test_a_network_another_project_is_attached_to_is_removed(monkeypatch):
+    net = _Network("p_net", ["applier-of-p-replica"])
+    _docker(monkeypatch, [_Container("p-sql1-1")], released=([], []))
+    monkeypatch.setattr(CL.docker, "project_networks", lambda p=None: [net])
+    done, problems = CL.sweep("p")
+    assert problems == [] and "network p_net" in done and net.disconnected == ["applier-of-p-replica"]
+
+
+def test_a_node_address_is_on_its_own_project_network():
+    from ndbchaos.runtimes import docker
+    c = SimpleNamespace(attrs={"NetworkSettings": {"Networks": {
+        "a_net": {"IPAddress": "10.213.90.104"},  # the source's network, the applier attached as the link
+        "a-replica_net": {"IPAddress": "10.213.91.104"}}}})
+    assert docker.container_ip(c, project="a-replica") == "10.213.91.104"
+    assert docker.container_ip(c, project="a") == "10.213.90.104"
+    assert docker.container_ip(c) == "10.213.90.104" and docker.container_ip(c, "a-replica_net") == "10.213.91.104"
+    assert docker.container_ip(c, "other") is None
+
+
 def test_aborting_the_connection_fails_a_waiting_call_whatever_the_layer_does(tmp_path):
     """The last resort for a layer process that survives SIGKILL (stuck in the kernel itself):
     its FUSE connection aborted through fusectl (mounted when it is not)."""

@@ -174,8 +174,9 @@ class ComposeCluster(ClusterHandle):
             prev = self.topology._by_name.get(labels.get(TP.NODE, "")) if self.topology else None
             if port is None and prev is not None:
                 port = prev.sql_port  # a stopped container keeps its node's port for reporting
-            n = Node.from_labels(c.name, c.id, labels, ip=docker.container_ip(c) or (prev.ip if prev else None),
-                                 sql_port=port, serves_sql=role in self.engine_sql_roles())
+            ip = docker.container_ip(c, project=self.project) or (prev.ip if prev else None)
+            n = Node.from_labels(c.name, c.id, labels, ip=ip, sql_port=port,
+                                 serves_sql=role in self.engine_sql_roles())
             if n.name in self.joined:  # a spare that joined a node group: a data node of it now
                 n.role, n.nodegroup = TP.DATA, self.joined[n.name]
             nodes.append(n)
@@ -245,6 +246,16 @@ def reap(project: str | None = None) -> list[str]:
 REMOVE_ATTEMPTS, REMOVE_PAUSE_S = 4, 2.0
 
 
+def _detach_others(network) -> None:
+    """Disconnect, forcibly, every container still attached to a project's network once the
+    project's own containers are gone: Docker refuses to remove a network with an endpoint, and a
+    container of another project may have been attached to it (the replica's applier on the
+    source's network)."""
+    network.reload()
+    for cid in list((network.attrs.get("Containers") or {})):
+        network.disconnect(cid, force=True)
+
+
 def sweep(project: str | None = None) -> tuple[list[str], list[str]]:
     """``reap``'s work: (what was done, what could not be removed and why), one line each.
 
@@ -269,6 +280,7 @@ def sweep(project: str | None = None) -> tuple[list[str], list[str]]:
         problems.append(f"the networks (Docker did not list them: {docker.one_line(e)})")
     for n in networks:
         try:
+            _detach_others(n)  # a container of another project attached to it (a replication link)
             n.remove()
             done.append(f"network {n.name}")
         except Exception as e:
