@@ -58,15 +58,12 @@ class ClusterOptions:
             return value
         if not isinstance(value, Mapping):
             raise OptionError(f"cluster options must be a mapping of names to values, not {type(value).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise OptionError(f"unknown cluster option {unknown[0]!r} (known: {', '.join(sorted(known))})")
+        _check_names(value)
         return cls(**{k: _coerce(k, v) for k, v in value.items() if v is not None})
 
     def with_(self, **changes) -> ClusterOptions:
         """A copy with ``changes`` (names and values checked as ``of`` checks them)."""
-        ClusterOptions.of(changes)
+        _check_names(changes)
         return replace(self, **{k: _coerce(k, v) for k, v in changes.items()})
 
     def given(self) -> dict[str, Any]:
@@ -86,6 +83,13 @@ _KINDS: dict[str, type | tuple[type, ...]] = {
     "ndb_start_timeout": (int, float), "galera_data_nodes": int, "galera_image": str, "data_disk_mb": int,
     "keep": bool, "seed": int, "inventory": str,
 }
+
+
+def _check_names(names) -> None:
+    known = {f.name for f in fields(ClusterOptions)}
+    unknown = sorted(set(names) - known)
+    if unknown:
+        raise OptionError(f"unknown cluster option {unknown[0]!r} (known: {', '.join(sorted(known))})")
 
 
 def _coerce(name: str, value: Any) -> Any:

@@ -25,6 +25,7 @@ from .spec import SPARE, available_mib, check_free
 if TYPE_CHECKING:  # pragma: no cover
     from ...runtimes.compose.cluster import ComposeCluster
 
+
 class NdbLifecycle(LifecyclePart):
     """Start, readiness and the first preparation, through the commands of ``shell``; the images
     and the Compose project are the layouts part's. ``account``: the client account created on
