@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from .. import topology as TP
 from ..clock import RunClock
 from ..engines import get_engine
+from ..engines.ndb.shell import SQL_OUTPUT_LOST
 from ..runtimes import docker
 from ..runtimes import factory
 from ..runtimes.compose.cluster import ComposeCluster, new_project_id
@@ -72,7 +73,14 @@ class SqlNode:
         return f"{self.cluster.project}/{self.node.name}"
 
     def rows(self, sql: str, timeout: float = 30) -> list[list[str]]:
-        code, out = self.cluster.engine.root_sql(self.cluster, self.node, sql, timeout=timeout)
+        """The rows of ``sql``. A read whose output was lost on the way (``SQL_OUTPUT_LOST``) is
+        asked again, twice at most; a lost answer to any other statement is an error (it ran, and
+        running it again could do it twice)."""
+        reads = (sql.split(None, 1) or [""])[0].upper() in ("SELECT", "SHOW")
+        for _ in range(3 if reads else 1):
+            code, out = self.cluster.engine.root_sql(self.cluster, self.node, sql, timeout=timeout)
+            if code != SQL_OUTPUT_LOST:
+                break
         if code != 0:
             lines = [ln for ln in out.strip().splitlines() if ln.strip()] or ["(no output)"]
             raise ReplicationError(f"{self.name}: SQL failed (exit {code}): {lines[-1][-240:]}")
@@ -181,15 +189,14 @@ class ReplicationPair:
                           log_pos: int | None = None) -> tuple[str, int]:
         """The channel on the applier, to ``binlog_server`` (else the current one): from
         ``log_file``/``log_pos``, or the binlog server's current position. Returns the position."""
-        if binlog_server:
-            self.binlog_server = binlog_server
-        src = self.sql("source")
+        server = binlog_server or self.binlog_server
+        src = self.sql("source", server)
         if log_file is None:
             rows = src.rows("SHOW BINARY LOG STATUS")
             if not rows or len(rows[0]) < 2:
                 raise ReplicationError(f"{src.name}: SHOW BINARY LOG STATUS gave no position (is log-bin on?)")
             log_file, log_pos = rows[0][0], int(rows[0][1])
-        host = self.source.topology.node(self.binlog_server).ip
+        host = self.source.topology.node(server).ip
         app = self.sql("replica")
         app.rows("STOP REPLICA; "
                  f"CHANGE REPLICATION SOURCE TO SOURCE_HOST = '{host}', SOURCE_PORT = 3306, "
@@ -198,7 +205,8 @@ class ReplicationPair:
                  f"SOURCE_CONNECT_RETRY = {CONNECT_RETRY_S}, SOURCE_RETRY_COUNT = {RETRY_COUNT}, "
                  f"SOURCE_HEARTBEAT_PERIOD = {HEARTBEAT_S}; "
                  "START REPLICA")
-        self.replica.note("replication_channel", source=f"{self.binlog_server} ({host})", file=log_file,
+        self.binlog_server = server  # the channel reads it now (not before: a refused change left it as it was)
+        self.replica.note("replication_channel", source=f"{server} ({host})", file=log_file,
                           position=int(log_pos or 4))
         return log_file, int(log_pos or 4)
 

@@ -10,7 +10,7 @@ from ndbchaos import topology as TP
 from ndbchaos.clock import RunClock
 from ndbchaos.engines.ndb import NdbEngine
 from ndbchaos.engines.ndb.recovery import NdbRecovery
-from ndbchaos.engines.ndb.shell import CLUSTERLOG
+from ndbchaos.engines.ndb.shell import CLUSTERLOG, SQL_END
 from ndbchaos.vocabulary import ClusterOptions
 
 V = "8.4.7-ndb-8.4.7"
@@ -99,7 +99,8 @@ def engine(cl, mgm_out=None, probe=None, calls=None):
                        "Executing CLUSTERLOG STARTUP=15 on node 11 OK!\n")
         if node.role == TP.MGM:
             return (0, mgm_out) if mgm_out is not None else (-1, "Unable to connect")
-        return 0, "0\n" if "skip_networking" in text else ""
+        # mysql as root_sql runs it: the rows, then the end line its last statement prints
+        return 0, ("0\n" if "skip_networking" in text else "") + SQL_END + "\n"
 
     eng.shell.exec = fake_exec
     eng.state.sql_probe = probe or (lambda node, full=False: {"nodes": rows([11, 12, 13, 14]),

@@ -34,6 +34,25 @@ PROBE_MGM_CLIENT = [*MGM_CLIENT, "--connect-retries=1"]
 CLUSTERLOG = "ALL CLUSTERLOG STARTUP=15 SHUTDOWN=15 NODERESTART=15 CONNECTION=15 ERROR=15"
 
 
+#: the last line root_sql's statements print, and its answer when that line never arrived
+SQL_END = "-- ndbchaos: end of output --"
+SQL_OUTPUT_LOST = -3
+
+
+def sql_answer(code: int, out: str) -> tuple[int, str]:
+    """(exit code, output) of root_sql's command without its end line; exit 0 without the end
+    line is ``SQL_OUTPUT_LOST`` (the output did not arrive whole)."""
+    lines = out.splitlines(keepends=True)
+    ends = [i for i, ln in enumerate(lines) if ln.strip() == SQL_END]
+    if ends:
+        del lines[ends[-1]]
+        return code, "".join(lines)
+    if code == 0:
+        return SQL_OUTPUT_LOST, (f"the SQL node answered exit 0 but its output did not arrive whole "
+                                 f"(no end line; {len(out)} bytes came)")
+    return code, out
+
+
 class NdbShell:
     """The commands of the other NDB parts: run in a container (``exec``), SQL as root, the
     management client and its report, the cluster log levels (remembered per management node,
@@ -73,9 +92,21 @@ class NdbShell:
     def root_sql(self, cluster, node: TP.Node, sql: str, timeout: float = 30) -> tuple[int, str]:
         """Run SQL as root@localhost inside an SQL node's container, through the server's socket
         (the image sets MYSQL_UNIX_PORT); the password is the container's MYSQL_ROOT_PASSWORD.
-        Returns (exit code, output)."""
-        cmd = ["sh", "-c", 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql -uroot -N -B -e "$0"', sql]
-        return self.exec(cluster, node, cmd, timeout=timeout)
+        Returns (exit code, output).
+
+        The statements are followed by one that prints ``SQL_END``, removed from the output: an
+        answer of exit 0 without it lost its output on the way (Docker's exec can return a short
+        process's exit code with none of its output: moby#27289, docker-py#2042; CI saw an empty
+        answer to a query that always returns one row). That answer is ``SQL_OUTPUT_LOST``, not
+        an empty result."""
+        body = sql.rstrip().rstrip(";").rstrip()
+        end = f"SELECT '{SQL_END}'"
+        # a statement ended by \G (or \g) is complete; any other gets its ';' on a line of its own
+        # (after a trailing -- comment, a ';' on the same line would be commented out)
+        body += f"\n{end};" if body.endswith(("\\G", "\\g")) else f"\n;{end}"
+        cmd = ["sh", "-c", 'MYSQL_PWD="$MYSQL_ROOT_PASSWORD" exec mysql -uroot -N -B -e "$0"', body]
+        code, out = self.exec(cluster, node, cmd, timeout=timeout)
+        return sql_answer(code, out)
 
     def mgm(self, cluster, command: str, node: TP.Node | None = None,
             timeout: float = 10) -> tuple[int, str, str | None]:
