@@ -28,16 +28,25 @@ def _r(x, nd=6):
     return None if x is None or not math.isfinite(x) else round(float(x), nd)
 
 
+def baseline_gaps(ok_end: np.ndarray, base_mask: np.ndarray | None) -> tuple[float, float] | None:
+    """(p99, longest) of the gaps between successes in the baseline (None: fewer than 11)."""
+    e = ok_end if base_mask is None else ok_end[base_mask]
+    if len(e) < 11:
+        return None
+    gaps = np.diff(e)
+    del e
+    longest = float(gaps.max())
+    return float(np.percentile(gaps, 99, overwrite_input=True)), longest
+
+
 def threshold_for(ok_end: np.ndarray, base_mask: np.ndarray | None, opts: dict) -> float:
     """Outage threshold from the gaps between successes in the baseline."""
-    e = ok_end if base_mask is None else ok_end[base_mask]
+    return _threshold(baseline_gaps(ok_end, base_mask), opts)
+
+
+def _threshold(gaps: tuple[float, float] | None, opts: dict) -> float:
     th = float(opts["min_outage_s"])
-    if len(e) >= 11:
-        gaps = np.diff(e)
-        del e
-        p99 = float(np.percentile(gaps, 99, overwrite_input=True))
-        th = max(th, float(opts["outage_gap_factor"]) * p99)
-    return th
+    return th if gaps is None else max(th, float(opts["outage_gap_factor"]) * gaps[0])
 
 
 def find_outages(ok_end: np.ndarray, span_start: float, span_end: float, threshold: float) -> list[dict]:
@@ -139,12 +148,14 @@ def check(fr: Frame, opts: dict) -> Verdict:
             continue
         mok = m & ok
         nend = fr.end[mok]
-        nth = threshold_for(nend, fr.phase[mok] == 0, opts)
+        gaps = baseline_gaps(nend, fr.phase[mok] == 0)
+        nth = _threshold(gaps, opts)
         no = find_outages(nend, float(fr.start[m].min()), float(fr.end[m][-1]), nth)
         for o in no:
             o["windows"] = _overlaps(o, fr.windows)
         nodes[name] = {
             "ops": int(m.sum()), "ok": int(mok.sum()), "threshold_s": _r(nth),
+            "baseline_gap_max_s": None if gaps is None else _r(gaps[1]),
             "outage_count": len(no), "longest_outage_s": max((o["duration_s"] for o in no), default=0.0),
             "outages": no[:MAX_OUTAGES_LISTED],
         }

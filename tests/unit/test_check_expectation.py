@@ -317,3 +317,35 @@ def test_a_record_that_does_not_say_the_route_or_a_fault_on_the_engine_is_judged
     assert "fault reached the clients" not in objs
     assert objs["stops serving sql1"]["valid"] is False
     assert "clients of sql1: none found in the history" in objs["clients served again"]["note"]
+
+
+def _paced_history(gap: float):
+    """sql1 succeeds every 0.1 s; sql2's clients every 0.8 s (a contended or slow workload), with
+    one gap of ``gap`` s between two of its successes that holds the fault at 10 s."""
+    h = History("ledger", {})
+    k = 0
+    for i in range(300):
+        k += 1
+        h.add(0, "insert", k, "ok", i / 10, i / 10 + 0.01, "sql1")
+    t = 0.0
+    while t < 30.0:
+        k += 1
+        h.add(1, "insert", k, "ok", t - 0.01, t, "sql2")
+        t = round(t + (gap if 9.2 <= t < 10.0 else 0.8), 6)
+    h.add(1_000_000, "read", list(range(1, k + 1)), "ok", 31, 31.1, "sql1")
+    return h
+
+
+def test_a_nodes_outage_bound_adds_its_own_pace_before_the_fault():
+    # sql2's gap began at its last success (9.6 s), up to one of its 0.8 s gaps before the fault:
+    # detection (7 s) + that pace is the bound; one gap longer than that is still an outage
+    v, objs = judge(_paced_history(7.7), record())
+    o = objs["outage on sql2"]
+    assert o["measured"] == pytest.approx(7.7) and o["bound"] == pytest.approx(7.8, abs=0.01)
+    assert o["valid"] is True and "longest pause before the fault, 0.800 s" in o["note"]
+    assert objs["outage on sql1"]["bound"] == pytest.approx(7.1, abs=0.01)  # its own pace: 0.1 s
+    v, objs = judge(_paced_history(8.5), record())
+    assert objs["outage on sql2"]["valid"] is False and objs["outage on sql2"]["bound"] == pytest.approx(7.8, abs=0.01)
+    # a promise (max_outage_s) is the bound as given: no pace added
+    v, objs = judge(_paced_history(7.7), record(details={"max_outage_s": 7.0}))
+    assert objs["outage on sql2"]["valid"] is False and objs["outage on sql2"]["bound"] == 7.0
