@@ -16,11 +16,12 @@ full real-time order, with O(n) edges instead of the O(n^2) of the order itself 
 of its transitive reduction). Cycles are reported between transactions: a hop through the chain
 becomes one REALTIME step.
 
-Strongly connected components are computed in C (scipy.sparse.csgraph); a cycle can only lie
-inside one. Each anomaly is a shape of cycle (``SHAPES``): the relations it may use, how many RW
-edges it needs and whether two may be adjacent, and which relations it must contain. The search
-is a breadth-first search over (node, shape state) from one of the shape's required edges back
-to its tail: the first cycle it finds is among the shortest through that edge (``search``).
+Strongly connected components are Tarjan's, numbered as scipy.sparse.csgraph numbers them
+(``strong_labels``); a cycle can only lie inside one. Each anomaly is a shape of cycle
+(``SHAPES``): the relations it may use, how many RW edges it needs and whether two may be
+adjacent, and which relations it must contain. The search is a breadth-first search over (node,
+shape state) from one of the shape's required edges back to its tail: the first cycle it finds
+is among the shortest through that edge (``search``).
 """
 
 from __future__ import annotations
@@ -201,16 +202,91 @@ class DepGraph:
         return self._csr
 
 
+def strong_labels(n: int, src, dst) -> np.ndarray:
+    """The strongly connected component of each of the ``n`` nodes (edges ``src[i] -> dst[i]``,
+    in any order, repeats and self-loops allowed), numbered in the order the components are
+    completed by a depth-first search that starts from each unvisited node in increasing order
+    and tries a node's successors in decreasing order: Tarjan's algorithm, iteratively. These are
+    the numbers scipy.sparse.csgraph.connected_components(directed, strong) gives (its search,
+    Pearce's, visits the nodes in that order), held to it in tests/unit/test_txn_scc.py. In
+    plain Python: 0.07 s for the 155,000 nodes and 308,000 edges of a read committed history of
+    100,000 transactions, where importing scipy took 0.12-0.24 s."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    key = src * n + dst
+    if len(key) > 1 and not bool((key[1:] > key[:-1]).all()):  # DepGraph.edges: sorted, unique already
+        key = np.unique(key)
+        src, dst = np.divmod(key, n)
+    ptr = np.searchsorted(src, np.arange(n + 1)).tolist()  # successors of v: succ[ptr[v]:ptr[v + 1]]
+    succ = dst.tolist()
+    done = n  # the low link of a node whose component is complete: above every visit number
+    index = [-1] * n
+    low = [done] * n
+    label = [0] * n
+    cursor = ptr[1:]  # per node, the successors still to try: succ[ptr[v]:cursor[v]], the last first
+    stack: list[int] = []  # visited nodes whose component is not complete
+    visits = 0
+    comps = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        if ptr[root] == ptr[root + 1]:  # no successor: a component of its own, complete at once
+            index[root] = visits
+            visits += 1
+            label[root] = comps
+            comps += 1
+            continue
+        index[root] = low[root] = visits
+        visits += 1
+        stack.append(root)
+        path = [root]
+        while path:
+            v = path[-1]
+            first = ptr[v]
+            j = cursor[v]
+            lv = low[v]
+            while j > first:
+                j -= 1
+                w = succ[j]
+                if index[w] < 0:
+                    if ptr[w] == ptr[w + 1]:  # (as above: visited and complete, no descent)
+                        index[w] = visits
+                        visits += 1
+                        label[w] = comps
+                        comps += 1
+                        continue
+                    cursor[v] = j  # descend
+                    low[v] = lv
+                    index[w] = low[w] = visits
+                    visits += 1
+                    stack.append(w)
+                    path.append(w)
+                    break
+                if low[w] < lv:  # on the stack (a complete component's nodes have low == done)
+                    lv = low[w]
+            else:  # every successor tried: v is finished
+                cursor[v] = first
+                path.pop()
+                if lv == index[v]:  # v is its component's root: the component is complete
+                    while True:
+                        w = stack.pop()
+                        low[w] = done
+                        label[w] = comps
+                        if w == v:
+                            break
+                    comps += 1
+                else:
+                    low[v] = lv
+                    if lv < low[path[-1]]:  # (v has a parent: a root's low is its own index)
+                        low[path[-1]] = lv
+    return np.array(label, dtype=np.int64)
+
+
 def _nontrivial(n: int, src, dst):
     """(labels of every node, labels of the components of 2 nodes or more, node ids grouped by
     label, where each such component's nodes start and end in that grouping)."""
-    # scipy when a dependency graph is searched: a third of a second to import, which only a
-    # transactional history's check needs (the other checkers import this module's package too)
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-    m = csr_matrix((np.ones(len(src), dtype=np.int8), (src, dst)), shape=(n, n))
-    labels = connected_components(m, directed=True, connection="strong")[1]
-    big = np.flatnonzero(np.bincount(labels) > 1)
+    labels = strong_labels(n, src, dst)
+    big = np.flatnonzero(np.bincount(labels, minlength=1) > 1)
     order = np.argsort(labels, kind="stable")
     return labels, big, order, np.searchsorted(labels[order], np.stack([big, big + 1]))
 

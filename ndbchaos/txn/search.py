@@ -35,9 +35,15 @@ def components(n: int, n_txn: int, src, dst, rels, rank: np.ndarray | None = Non
     e_order = np.argsort(ls[inner], kind="stable")
     es, ed, er = src[inner][e_order], dst[inner][e_order], rels[inner][e_order]
     e_bounds = np.searchsorted(ls[inner][e_order], np.stack([big, big + 1]))
-    return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[e_bounds[0, i]:e_bounds[1, i]],
-                      ed[e_bounds[0, i]:e_bounds[1, i]], er[e_bounds[0, i]:e_bounds[1, i]], n_txn)
-            for i in range(len(big))]
+    lo, hi = e_bounds[0].tolist(), e_bounds[1].tolist()
+    if rank is None:
+        return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[lo[i]:hi[i]], ed[lo[i]:hi[i]],
+                          er[lo[i]:hi[i]], n_txn) for i in range(len(big))]
+    # the edges that do not rise in rank, and their relations: a cycle has one at least
+    fall = rank[es] >= rank[ed]
+    down = np.bitwise_or.reduceat(np.where(fall, er, 0).astype(np.uint8), lo).tolist()
+    return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[lo[i]:hi[i]], ed[lo[i]:hi[i]], er[lo[i]:hi[i]],
+                      n_txn, fall[lo[i]:hi[i]], down[i]) for i in range(len(big))]
 
 
 #: components up to this many nodes are searched without first projecting them per shape
@@ -48,10 +54,14 @@ class Component:
     """One strongly connected component, ready for the cycle search: its nodes (sorted) and the
     edges between them, as adjacency lists."""
 
-    def __init__(self, nodes: np.ndarray, src, dst, rels, n_txn: int):
+    def __init__(self, nodes: np.ndarray, src, dst, rels, n_txn: int, fall: np.ndarray | None = None,
+                 down: int = 0):
         self.nodes = nodes
         self.n_txn = n_txn
         self.src, self.dst, self.rels = src, dst, rels
+        #: when the nodes' ranks (``DepGraph.ranks``) are known: which edges do not rise in them,
+        #: and those edges' relations or-ed. Every cycle has such an edge (``find``)
+        self.fall, self.down = fall, down
         self._adj = None
 
     @property
@@ -108,6 +118,8 @@ class Component:
         """A cycle of ``shape`` in this component as ``[(node, rel of the step from it), ...]``
         (transaction nodes only, real-time chain hops folded into one step), or None. Raises
         SearchTimeout past ``deadline`` (time.monotonic())."""
+        if self.fall is not None and not self.down & shape.rels:
+            return None  # every edge the shape may use rises in rank: no cycle
         if len(self.nodes) > SMALL:  # prune: a cycle of the shape lies in one projected component
             labels = self.projected_labels(shape.rels)
             if labels is None:

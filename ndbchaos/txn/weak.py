@@ -58,7 +58,8 @@ decomposition of so | wr into chains (a process's transactions, a new process co
 finished one's chain when that one is in its causal past); per read of x from t1, the last
 writer of x in each chain where the reader's past reaches further than t1's: O(reads x chains)
 at worst, which is O(n^2) when nearly every transaction starts a chain of its own. Then one
-strongly connected components pass per level (C, scipy). docs/transactions.md has the figures.
+strongly connected components pass per level (Tarjan's, ``graph.strong_labels``).
+docs/transactions.md has the figures.
 
 Modules: ``weak_history`` reads so, wr and the reads without a writer; ``weak_saturation`` forces
 each level's edges and names the cycles they close; ``weak_causal`` computes causal pasts.

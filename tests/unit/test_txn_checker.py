@@ -390,10 +390,21 @@ def test_components_with_ranks_agree_with_the_search(seed):
         assert plain == []
 
 
-def test_a_serializable_history_is_checked_without_the_component_search(tmp_path):
-    """Completion order orders every edge of a serial execution: no component search, no scipy."""
+def check_in_a_process(h: TxnHistory, tmp_path) -> list[str]:
+    """h checked (list-append, strict serializable) in an interpreter of its own: its validity, how
+    many strongly connected components were searched, and whether scipy was imported."""
     import subprocess
     import sys
+    path = tmp_path / "h.jsonl"
+    h.write(path)
+    code = ("import sys; from ndbchaos.txn import TxnHistory, CheckOptions, check; "
+            f"v = check(TxnHistory.read({str(path)!r}), CheckOptions(model='list-append')); "
+            "print(v.valid, v.graph['sccs'], 'scipy' in sys.modules)")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_a_serializable_history_is_checked_without_the_component_search(tmp_path):
+    """Completion order orders every edge of a serial execution: no component search, no scipy."""
     h = TxnHistory.from_events([
         {"process": 0, "type": "invoke", "value": [["append", 1, 1]]},
         {"process": 0, "type": "ok", "value": [["append", 1, 1]]},
@@ -402,10 +413,4 @@ def test_a_serializable_history_is_checked_without_the_component_search(tmp_path
         {"process": 0, "type": "invoke", "value": [["r", 2, None], ["r", 1, None]]},
         {"process": 0, "type": "ok", "value": [["r", 2, [1]], ["r", 1, [1]]]},
     ])
-    path = tmp_path / "h.jsonl"
-    h.write(path)
-    code = ("import sys; from ndbchaos.txn import TxnHistory, CheckOptions, check; "
-            f"v = check(TxnHistory.read({str(path)!r}), CheckOptions(model='list-append')); "
-            "print(v.valid, 'scipy' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["True", "False"]
+    assert check_in_a_process(h, tmp_path) == ["True", "0", "False"]
