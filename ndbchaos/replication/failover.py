@@ -9,14 +9,21 @@ NDB Cluster Replication" (https://dev.mysql.com/doc/refman/8.4/en/mysql-cluster-
 3. on the replica, ``STOP REPLICA``, ``CHANGE REPLICATION SOURCE TO`` the standby at that file and
    position, ``START REPLICA``.
 
-Each step is timed on the run clock (``FailoverStep``), so a fault can be put beside a named step
-and the failover's time is measured, not assumed.
+The failover is an operator's ``Procedure`` (``ndbchaos.operations``): its three named steps run in
+order on the run clock (``play``), each recorded as a ``StepRecord`` (start, end, outcome, the
+engine's words). ``play(..., fault_step=NAME, fault=F)`` lands a fault on that step: ``F`` runs as
+the step begins, the step's action right after it, so what the step meets is the fault in effect.
+A step that cannot do its work is ``failed`` and the steps after it are ``skipped``: the channel
+is only ever moved by the last step, with a position read in the steps before it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
+from ..errors import NdbChaosError
+from ..operations.procedure import Context, Procedure, Step, StepFailed, StepRecord, one_line
 from .channel import ReplicationError, applied_sql, parse_epoch
 from .pair import ReplicationPair
 
@@ -24,25 +31,26 @@ STEPS = ("latest applied epoch", "position on the standby", "channel to the stan
 
 
 @dataclass(frozen=True)
-class FailoverStep:
-    name: str
-    started: float
-    ended: float
-    detail: str
-
-
-@dataclass(frozen=True)
 class Failover:
+    """One play of the procedure: its steps as recorded, and what they found (None: not reached)."""
     from_server: str
     to_server: str
-    latest_epoch: int
-    log_file: str
-    log_pos: int
-    steps: tuple[FailoverStep, ...]
+    steps: tuple[StepRecord, ...]
+    latest_epoch: int | None = None
+    log_file: str | None = None
+    log_pos: int | None = None
+    fault: str | None = None  # the fault's name and the step it landed on
+
+    @property
+    def done(self) -> bool:
+        return all(s.outcome == "done" for s in self.steps)
 
     @property
     def seconds(self) -> float:
-        return self.steps[-1].ended - self.steps[0].started
+        return self.steps[-1].end - self.steps[0].start
+
+    def describe(self) -> str:
+        return "; ".join(f"{s.name}: {s.outcome} {s.end - s.start:.2f}s ({s.detail})" for s in self.steps)
 
 
 def position_sql(latest: int) -> str:
@@ -59,24 +67,82 @@ def parse_position(rows: list[list[str]], latest: int, standby: str) -> tuple[st
     return rows[0][0], int(rows[0][1])
 
 
-def failover(pair: ReplicationPair, to: str) -> Failover:
-    """Move the channel to the standby binlog server ``to`` (a source SQL node's name)."""
+def procedure(pair: ReplicationPair, to: str) -> Procedure:
+    """The manual's channel failover to the standby binlog server ``to``, as three named steps.
+    What a step learns is left in ``Context.state`` for the next (``epoch``, ``position``)."""
     if to == pair.binlog_server:
         raise ReplicationError(f"failover: {to} is already the channel's binlog server")
-    clock, steps = pair.clock, []
-    frm = pair.binlog_server
+    if to not in {n.name for n in pair.source.topology.sql_nodes}:
+        raise ReplicationError(f"failover: {to} is not an SQL node of the source "
+                               f"({', '.join(n.name for n in pair.source.topology.sql_nodes)})")
 
-    t = clock.now()
-    latest = parse_epoch(pair.sql("replica").rows(applied_sql(pair.source_ids)), "ndb_apply_status")
-    steps.append(FailoverStep(STEPS[0], t, clock.now(), f"epoch {latest} (gci {latest >> 32})"))
+    def latest(ctx: Context) -> str:
+        e = parse_epoch(pair.sql("replica").rows(applied_sql(pair.source_ids)), "ndb_apply_status")
+        ctx.state["epoch"] = e
+        return f"epoch {e} (gci {e >> 32})"
 
-    t = clock.now()
-    log_file, log_pos = parse_position(pair.sql("source", to).rows(position_sql(latest)), latest, to)
-    steps.append(FailoverStep(STEPS[1], t, clock.now(), f"{to}: {log_file}:{log_pos}"))
+    def position(ctx: Context) -> str:
+        e = ctx.state["epoch"]
+        ctx.state["position"] = parse_position(pair.sql("source", to).rows(position_sql(e)), e, to)
+        return "{}: {}:{}".format(to, *ctx.state["position"])
 
-    t = clock.now()
-    pair.configure_channel(binlog_server=to, log_file=log_file, log_pos=log_pos)
-    steps.append(FailoverStep(STEPS[2], t, clock.now(), f"STOP REPLICA; CHANGE REPLICATION SOURCE TO {to} "
-                                                         f"{log_file}:{log_pos}; START REPLICA"))
-    pair.replica.note("replication_failover", frm=frm, to=to, epoch=latest, file=log_file, position=log_pos)
-    return Failover(frm, to, latest, log_file, log_pos, tuple(steps))
+    def channel(ctx: Context) -> str:
+        log_file, log_pos = ctx.state["position"]
+        pair.configure_channel(binlog_server=to, log_file=log_file, log_pos=log_pos)
+        return f"STOP REPLICA; CHANGE REPLICATION SOURCE TO {to} {log_file}:{log_pos}; START REPLICA"
+
+    return Procedure("channel failover", steps=(
+        Step(STEPS[0], latest,
+             description="on the replica: MAX(epoch) of ndb_apply_status for the source's server ids"),
+        Step(STEPS[1], position, description="on the standby: next_file and next_position of that epoch's "
+                                             "ndb_binlog_index row"),
+        Step(STEPS[2], channel, description="on the replica: STOP REPLICA, CHANGE REPLICATION SOURCE TO the standby "
+                                            "at that position, START REPLICA")))
+
+
+def play(pair: ReplicationPair, to: str, fault_step: str | None = None,
+         fault: Callable[[], str | None] | None = None) -> Failover:
+    """The failover's steps in order on the run clock; ``fault`` (returns its name, or None) lands
+    on ``fault_step`` (any of ``STEPS``; refused before anything runs when it names none). A step
+    that raises is ``failed`` with the engine's words, and the rest are ``skipped``."""
+    proc = procedure(pair, to)
+    if fault_step is not None:
+        proc.step(fault_step)  # ValueError naming the steps: before anything is done
+        if fault is None:
+            raise ValueError(f"fault_step {fault_step!r} without a fault")
+    clock, frm = pair.clock, pair.binlog_server
+    ctx = Context(pair.replica, clock)
+    records: list[StepRecord] = []
+    landed = stopped = None
+    for step in proc.steps:
+        t = clock.now()
+        if stopped is not None:
+            records.append(StepRecord(step.name, t, t, "skipped", step.expected, f"not run: {stopped}"))
+            continue
+        if step.name == fault_step:
+            landed = f"{fault() or 'fault'} at {step.name!r}"
+        try:
+            detail, outcome = one_line(step.action(ctx)), "done"
+        except StepFailed as e:
+            detail, outcome = one_line(str(e)), e.outcome
+        except NdbChaosError as e:  # the SQL failed or answered nothing usable
+            detail, outcome = one_line(str(e)), "failed"
+        records.append(StepRecord(step.name, t, clock.now(), outcome, step.expected, detail,
+                                  fault=landed if step.name == fault_step else None))
+        if outcome != "done":
+            stopped = f"{step.name} {outcome}"
+    position = ctx.state.get("position") or (None, None)
+    f = Failover(frm, to, tuple(records), ctx.state.get("epoch"), position[0], position[1], landed)
+    if f.done:
+        pair.replica.note("replication_failover", frm=frm, to=to, epoch=f.latest_epoch, file=f.log_file,
+                          position=f.log_pos)
+    return f
+
+
+def failover(pair: ReplicationPair, to: str) -> Failover:
+    """Move the channel to the standby binlog server ``to`` (a source SQL node's name); a step that
+    failed is raised (``ReplicationError``, with every step's record)."""
+    f = play(pair, to)
+    if not f.done:
+        raise ReplicationError(f"failover {f.from_server} -> {to} not done: {f.describe()}")
+    return f

@@ -8,6 +8,8 @@
   binlog server (``failover.py``) and a restart of the lost one;
 * the channel's binlog server restarted in place: the applier stops on its binlog's LOST_EVENTS
   gap, healed by the same failover;
+* the failover itself hit: a fault lands on one of its named steps (``fail_over_under``); a
+  failover that could not finish is the operator's to retry once the fault is healed;
 * a data node of the source killed and restarted (a node restart) while the channel runs;
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
@@ -24,7 +26,7 @@ from ..runtimes import docker
 from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
 from .layout import REPLICA_NET_TIMEOUT_S
-from .failover import failover
+from .failover import Failover, failover, play
 from .pair import CONNECT_RETRY_S, PROBE_BOUND_S, ReplicationPair, SqlNode
 
 #: how long a restarted SQL node may take to answer SQL: ndb-wait-connected + ndb-wait-setup of
@@ -113,12 +115,33 @@ def fail_over_and_restart(pair: ReplicationPair, lost: str, to: str, record: lis
     notes = [f"failover {f.from_server} -> {f.to_server} at epoch {f.latest_epoch} ({f.log_file}:{f.log_pos}) "
              f"in {f.seconds:.2f}s"]
     notes += _channel_back(pair)
+    return notes + _restart_lost(pair, lost)
+
+
+def fail_over_under(pair: ReplicationPair, lost: str, to: str, step: str, inject, heal, record: list) -> list[str]:
+    """The failover of a lost binlog server with a fault on one of its steps: ``inject()`` (returns
+    the fault's name) lands as ``step`` begins; then ``heal()`` (notes); when the failover did not
+    finish, the operator's retry (``failover``, after the heal); then the lost SQL node started
+    again. Every play of the failover is appended to ``record``."""
+    f: Failover = play(pair, to, fault_step=step, fault=inject)
+    record.append(f)
+    notes = [f"failover with {f.fault}: {f.describe()}"]
+    notes += heal() or []
+    if not f.done:
+        again = failover(pair, to)
+        record.append(again)
+        notes.append(f"failover retried after the heal: done in {again.seconds:.2f}s at epoch {again.latest_epoch}")
+    notes += _channel_back(pair)
+    return notes + _restart_lost(pair, lost)
+
+
+def _restart_lost(pair: ReplicationPair, lost: str) -> list[str]:
     node = pair.source.topology.node(lost)
     pair.source.engine.recover_nodes(pair.source, [node])
     sql = pair.sql("source", lost)
     wait_until(lambda: _answers(sql), SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
         f"{sql.name} did not answer SQL within {SQL_RESTART_BOUND_S}s of its restart"))
-    return notes + [f"{lost} restarted"]
+    return [f"{lost} restarted"]
 
 
 def _answers(sql) -> bool:
@@ -203,6 +226,7 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
     return [f"channel not running {d.elapsed():.1f}s after the heal: {st[0].describe()}"]
 
 
-__all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "heal_link",
+__all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "fail_over_under",
+           "heal_link",
            "kill_applier", "kill_binlog_server", "kill_source_data_node", "restart_applier", "restart_binlog_server",
            "restart_source_data_node", "restore", "wait_for_incident"]

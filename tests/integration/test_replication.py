@@ -17,7 +17,8 @@ import pytest
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.replication.failover import STEPS
 from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, DATA_RESTART_BOUND_S, INCIDENT_ERROR,
-                                         SQL_RESTART_BOUND_S, cut_link, fail_over_and_restart, heal_link,
+                                         SQL_RESTART_BOUND_S, cut_link, fail_over_and_restart, fail_over_under,
+                                         heal_link,
                                          kill_applier, kill_binlog_server, kill_source_data_node, restart_applier,
                                          restart_binlog_server, restart_source_data_node, restore,
                                          wait_for_incident)
@@ -166,8 +167,8 @@ def test_binlog_server_killed_channel_fails_over_to_the_standby_and_converges(pa
                 lambda: kill_binlog_server(pair), lambda: fail_over_and_restart(pair, lost, standby, done),
                 bound + SQL_RESTART_BOUND_S)
     (f,) = done
-    print("  failover steps: " + "; ".join(f"{s.name} {s.ended - s.started:.2f}s ({s.detail})" for s in f.steps))
-    assert [s.name for s in f.steps] == list(STEPS)
+    print("  failover steps: " + f.describe())
+    assert [s.name for s in f.steps] == list(STEPS) and f.done
     assert (f.from_server, f.to_server) == (lost, standby) and pair.binlog_server == standby
     _judge(rep, bound + f.seconds)
 
@@ -191,3 +192,40 @@ def test_binlog_server_restarted_in_place_stops_the_applier_on_the_gap_and_the_f
     assert (f.from_server, f.to_server) == (lost, standby)
     assert any(str(INCIDENT_ERROR) in e and "LOST_EVENTS" in e for e in rep.channel_errors), rep.channel_errors
     _judge(rep, bound + f.seconds + CHANNEL_BACK_BOUND_S)
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_the_applier_killed_during_a_failover_step_the_operator_retries_and_it_converges(pair, step):
+    """The channel's binlog server killed under load; during its failover, as the named step
+    begins, the replica's applier is killed too. The step that needs the applier fails and the
+    rest are skipped (the channel is only moved by the last step, so a failed failover leaves it
+    where it was); the operator restarts the applier and runs the failover again. Nothing
+    acknowledged may be lost or applied twice."""
+    done: list = []
+    lost = pair.binlog_server
+    standby = next(n.name for n in pair.source.topology.sql_nodes if n.name != lost)
+
+    def kill():
+        kill_applier(pair)
+        return f"applier {pair.applier} killed"
+
+    # the applier's restart, the channel waited for (still on the lost server: it does not come
+    # back), the retried failover and the channel to the standby, then the backlog of the hold
+    # and of the restart applied
+    bound = SQL_RESTART_BOUND_S + 2 * CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S + SQL_RESTART_BOUND_S)
+    rep = _play(pair, 47 + STEPS.index(step), f"binlog server killed, applier killed at failover step {step!r}",
+                lambda: kill_binlog_server(pair),
+                lambda: fail_over_under(pair, lost, standby, step, kill, lambda: restart_applier(pair), done),
+                bound + SQL_RESTART_BOUND_S)
+    first = done[0]
+    print("  first failover: " + first.describe())
+    k = STEPS.index(step)
+    assert first.steps[k].fault == f"applier {pair.applier} killed at {step!r}"
+    # the steps before the fault did their work; the step that runs on the applier after it fails
+    # (the first and the last step run there; the second on the standby, so it is done and the
+    # third fails); the rest are skipped
+    failed = k if k != 1 else 2
+    assert [s.outcome for s in first.steps] == ["done"] * failed + ["failed"] + ["skipped"] * (2 - failed)
+    assert len(done) == 2 and done[1].done and (done[1].from_server, done[1].to_server) == (lost, standby)
+    assert pair.binlog_server == standby
+    _judge(rep, bound + sum(f.seconds for f in done))

@@ -1,9 +1,13 @@
-"""The channel failover's SQL and the standby's answers (no Docker)."""
+"""The channel failover's SQL, the standby's answers, and the failover as a procedure of named
+steps with a fault on any of them (no Docker: the pair is faked)."""
+
+from types import SimpleNamespace
 
 import pytest
 
+from ndbchaos import topology as TP
 from ndbchaos.replication.channel import ReplicationError
-from ndbchaos.replication.failover import parse_position, position_sql
+from ndbchaos.replication.failover import STEPS, failover, parse_position, play, position_sql
 
 
 def test_the_position_is_right_after_the_last_applied_epoch_in_the_standby_binlog():
@@ -17,3 +21,100 @@ def test_a_standby_without_that_epoch_or_with_a_strange_row_is_refused_in_one_li
         parse_position([], 42, "sql2")
     with pytest.raises(ReplicationError, match="unexpected"):
         parse_position([["binlog.000003", "x"]], 42, "sql2")
+
+
+# -- the failover as a procedure: named steps on the run clock, a fault on any of them ------------
+
+
+class _Clock:
+    def __init__(self):
+        self.t = 100.0
+
+    def now(self):
+        self.t += 0.25
+        return self.t
+
+
+class _Sql:
+    def __init__(self, pair, side, name):
+        self.pair, self.where = pair, f"{side}/{name}"
+
+    def rows(self, sql, timeout=30):
+        self.pair.log.append((self.where, sql.split()[0]))
+        if self.where in self.pair.down:
+            raise ReplicationError(f"{self.where}: SQL failed (exit 1): ERROR 2002 (HY000): Can't connect")
+        if "ndb_apply_status" in sql:
+            return [["90194313225"]]
+        return [["binlog.000003", "7608"]]
+
+
+class _Pair:
+    """What the failover reads of a pair: the binlog server, the source's SQL nodes, the clock,
+    SQL on either side, the channel's change and the replica's notes."""
+
+    def __init__(self):
+        self.binlog_server, self.source_ids, self.clock = "sql1", (1021, 1022), _Clock()
+        nodes = [TP.Node(n, TP.SQL, n) for n in ("sql1", "sql2")]
+        self.source = SimpleNamespace(topology=SimpleNamespace(sql_nodes=nodes))
+        self.replica = SimpleNamespace(note=lambda kind, **kw: self.notes.append((kind, kw)))
+        self.log, self.down, self.notes, self.changed = [], set(), [], []
+
+    def sql(self, side, name=None):
+        return _Sql(self, side, name or (self.binlog_server if side == "source" else "sql1"))
+
+    def configure_channel(self, binlog_server=None, log_file=None, log_pos=None):
+        if "replica/sql1" in self.down:
+            raise ReplicationError("replica/sql1: SQL failed (exit 1): ERROR 2002 (HY000): Can't connect")
+        self.changed.append((binlog_server, log_file, log_pos))
+        self.binlog_server = binlog_server
+
+
+def test_the_failover_is_three_named_steps_on_the_run_clock():
+    p = _Pair()
+    f = failover(p, "sql2")
+    assert [s.name for s in f.steps] == list(STEPS) and f.done and f.fault is None
+    assert [s.outcome for s in f.steps] == ["done"] * 3
+    assert all(a.end <= b.start for a, b in zip(f.steps, f.steps[1:]))  # in order, on one clock
+    assert (f.latest_epoch, f.log_file, f.log_pos) == (90194313225, "binlog.000003", 7608)
+    assert f.steps[0].detail == "epoch 90194313225 (gci 21)" and f.steps[1].detail == "sql2: binlog.000003:7608"
+    assert p.changed == [("sql2", "binlog.000003", 7608)] and p.binlog_server == "sql2"
+    assert p.notes == [("replication_failover", {"frm": "sql1", "to": "sql2", "epoch": 90194313225,
+                                                 "file": "binlog.000003", "position": 7608})]
+
+
+@pytest.mark.parametrize("step,down", [(STEPS[0], "replica/sql1"), (STEPS[1], "source/sql2"),
+                                       (STEPS[2], "replica/sql1")])
+def test_a_fault_lands_on_any_step_and_the_steps_after_a_failed_one_are_skipped(step, down):
+    p = _Pair()
+    at = []
+
+    def fault():
+        at.append([s for s, _ in p.log])  # what ran before the fault landed
+        p.down.add(down)
+        return f"{down} killed"
+
+    f = play(p, "sql2", fault_step=step, fault=fault)
+    k = STEPS.index(step)
+    assert len(at[0]) == k  # the fault landed as its step began, after the steps before it
+    assert [s.outcome for s in f.steps] == ["done"] * k + ["failed"] + ["skipped"] * (2 - k)
+    hit = f.steps[k]
+    assert hit.fault == f"{down} killed at {step!r}" and f.fault == hit.fault
+    assert "Can't connect" in hit.detail and not f.done
+    assert all(s.detail == f"not run: {step} failed" for s in f.steps[k + 1:])
+    # the channel was never moved and the pair still names the old binlog server; no failover noted
+    assert p.changed == [] and p.binlog_server == "sql1" and p.notes == []
+    with pytest.raises(ReplicationError, match=r"not done: .*: failed .*Can't connect"):
+        failover(p, "sql2")  # the plain failover raises with every step's record
+
+
+def test_a_failover_to_nowhere_or_on_no_step_is_refused_before_anything_runs():
+    p = _Pair()
+    with pytest.raises(ReplicationError, match="already the channel's binlog server"):
+        play(p, "sql1")
+    with pytest.raises(ReplicationError, match="not an SQL node of the source"):
+        play(p, "sql9")
+    with pytest.raises(ValueError, match="has no step 'restart'.*latest applied epoch"):
+        play(p, "sql2", fault_step="restart", fault=lambda: None)
+    with pytest.raises(ValueError, match="without a fault"):
+        play(p, "sql2", fault_step=STEPS[1])
+    assert p.log == [] and p.changed == []

@@ -87,7 +87,8 @@ class NdbShell:
             c = cluster.container(node)
             return docker.exec_in(c, cmd, timeout=timeout)
         except Exception as e:  # paused, gone, docker error: an answer, not an exception
-            return -1, f"{type(e).__name__}: {e}"
+            # Docker's own words when it gave them ("Container ... is not running"), not the URL
+            return -1, f"{type(e).__name__}: {getattr(e, 'explanation', None) or e}"
 
     def root_sql(self, cluster, node: TP.Node, sql: str, timeout: float = 30) -> tuple[int, str]:
         """Run SQL as root@localhost inside an SQL node's container, through the server's socket
