@@ -10,6 +10,9 @@
   gap, healed by the same failover;
 * the failover itself hit: a fault lands on one of its named steps (``fail_over_under``); a
   failover that could not finish is the operator's to retry once the fault is healed;
+* the replica cluster restarted (``ALL RESTART`` through its management node: a graceful system
+  restart), healed by waiting for it and for the channel; an applier stopped on an error is the
+  operator's to start again (``START REPLICA``), and the error is reported;
 * a data node of the source killed and restarted (a node restart) while the channel runs;
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
@@ -21,7 +24,7 @@ Each heal returns notes for the run (what it did, what it found).
 from __future__ import annotations
 
 from .. import topology as TP
-from ..engines.ndb.rules import CONTAINER_START_SLACK, NDBT_WAIT_CLUSTER_STARTED
+from ..engines.ndb.rules import CONTAINER_START_SLACK, NDBT_EXTRA_WAIT, NDBT_WAIT_CLUSTER_STARTED
 from ..runtimes import docker
 from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
@@ -169,6 +172,39 @@ def restart_source_data_node(pair: ReplicationPair, name: str) -> list[str]:
     return [f"{name} restarted, the source healthy {d.elapsed():.1f}s after its start"]
 
 
+#: a system restart to started: the NDB test framework's bound for it, waitClusterStarted(120) + the
+#: 60 s it adds per loop (engines/ndb/expect_facts.py, rec_system), plus the container start
+SYSTEM_RESTART_BOUND_S = NDBT_WAIT_CLUSTER_STARTED + NDBT_EXTRA_WAIT + CONTAINER_START_SLACK
+
+
+def restart_replica_cluster(pair: ReplicationPair) -> str:
+    """``ALL RESTART`` on the replica cluster (graceful: a last global checkpoint, then every data
+    node stops and the angels start them again); what ndb_mgm answered."""
+    code, out, who = pair.replica.engine.mgm(pair.replica, "ALL RESTART", timeout=60)
+    if code != 0:
+        raise ReplicationError(f"ALL RESTART on the replica (through {who}) failed: {out.strip()[-200:]}")
+    return " ".join(ln.strip() for ln in out.splitlines() if ln.strip())[-160:]
+
+
+def replica_cluster_back(pair: ReplicationPair) -> list[str]:
+    """The replica healthy again (the system restart's bound), the applier answering SQL, then the
+    channel: running by itself, or stopped on an error, which is reported and the channel started
+    again (``START REPLICA``, the operator's step)."""
+    d = Deadline(SYSTEM_RESTART_BOUND_S)
+    pair.replica.wait_healthy(SYSTEM_RESTART_BOUND_S)
+    notes = [f"replica healthy {d.elapsed():.1f}s into the heal"]
+    app = pair.sql("replica")
+    wait_until(lambda: _answers(app), SQL_RESTART_BOUND_S, 1.0, on_timeout=lambda: ReplicationError(
+        f"{app.name} did not answer SQL within {SQL_RESTART_BOUND_S}s of the replica's restart"))
+    back = _channel_back(pair)
+    st = pair.state()
+    if not st.running and st.applier == "OFF":
+        notes.append(f"applier stopped: {st.describe()}")
+        pair.sql("replica").rows("START REPLICA")
+        back = ["START REPLICA"] + _channel_back(pair)
+    return notes + back
+
+
 def restore(pair: ReplicationPair) -> list[str]:
     """Back to a running, verified channel before a scenario (after one that failed half-way):
     the applier started if it is down, the link attached, the channel started; then the probe."""
@@ -227,6 +263,6 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
 
 
 __all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "fail_over_under",
-           "heal_link",
+           "heal_link", "replica_cluster_back", "restart_replica_cluster",
            "kill_applier", "kill_binlog_server", "kill_source_data_node", "restart_applier", "restart_binlog_server",
            "restart_source_data_node", "restore", "wait_for_incident"]

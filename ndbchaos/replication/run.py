@@ -70,7 +70,7 @@ class ReplicationReport:
         seen: list[str] = []
         for s in self.states:
             for e in s.errors:
-                line = f"{e.where} {e.number}: {e.message[:160]}"
+                line = f"{e.where} {e.number}: {e.message[:400]}"
                 if line not in seen:
                     seen.append(line)
         return seen

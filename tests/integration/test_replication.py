@@ -17,8 +17,9 @@ import pytest
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.replication.failover import STEPS
 from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, DATA_RESTART_BOUND_S, INCIDENT_ERROR,
-                                         SQL_RESTART_BOUND_S, cut_link, fail_over_and_restart, fail_over_under,
-                                         heal_link,
+                                         SQL_RESTART_BOUND_S, SYSTEM_RESTART_BOUND_S, cut_link,
+                                         fail_over_and_restart, fail_over_under, heal_link, replica_cluster_back,
+                                         restart_replica_cluster,
                                          kill_applier, kill_binlog_server, kill_source_data_node, restart_applier,
                                          restart_binlog_server, restart_source_data_node, restore,
                                          wait_for_incident)
@@ -229,3 +230,17 @@ def test_the_applier_killed_during_a_failover_step_the_operator_retries_and_it_c
     assert len(done) == 2 and done[1].done and (done[1].from_server, done[1].to_server) == (lost, standby)
     assert pair.binlog_server == standby
     _judge(rep, bound + sum(f.seconds for f in done))
+
+
+def test_the_replica_cluster_restarted_under_load_the_channel_resumes_and_converges(pair):
+    """ALL RESTART on the replica cluster (a graceful system restart) while the source takes
+    writes: the applier loses its cluster; once the replica is back the channel runs again, by
+    itself or, stopped on an error (reported), after START REPLICA. Nothing acknowledged may be
+    lost or applied twice."""
+    # the system restart, the applier answering, the channel (waited for twice at most), then the
+    # backlog of the hold and of the restart applied
+    bound = (SYSTEM_RESTART_BOUND_S + SQL_RESTART_BOUND_S + 2 * CHANNEL_BACK_BOUND_S
+             + _applies_within(HOLD_S + SYSTEM_RESTART_BOUND_S))
+    rep = _play(pair, 50, "replica cluster restarted (ALL RESTART)", lambda: restart_replica_cluster(pair),
+                lambda: replica_cluster_back(pair), bound)
+    _judge(rep, bound)
