@@ -3,7 +3,7 @@ scipy's (scipy.sparse.csgraph.connected_components, the reference): the same lab
 node, so the same components in the same order, on random graphs (repeated edges, self-loops,
 edges in any order, graphs deep enough to need no recursion) and on the dependency graphs of
 generated histories (data, process and real-time edges); and a check that searches components
-imports no scipy."""
+imports no scipy (below SCIPY_EDGES edges, from which scipy's own are taken)."""
 from __future__ import annotations
 
 import numpy as np
@@ -62,6 +62,22 @@ def test_graphs_of_small_cycles_along_a_long_path(seed):
     src = np.concatenate([src, perm[back]])
     dst = np.concatenate([dst, perm[back - rng.integers(1, 4, len(back))]])
     same_as_scipy(n, src, dst)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_large_graphs_take_scipy_s_components_the_same(seed, monkeypatch):
+    """From SCIPY_EDGES edges on, scipy's labels (the same; its import then costs less than our
+    pass): what _nontrivial gives either way is the same."""
+    from ndbchaos.txn import graph
+    rng = np.random.default_rng(seed + 100)
+    n = int(rng.integers(2, 200))
+    m = int(rng.integers(1, 2 * n))
+    src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+    ours = _nontrivial(n, src, dst)
+    monkeypatch.setattr(graph, "SCIPY_EDGES", 1)
+    theirs = _nontrivial(n, src, dst)
+    for a, b in zip(ours, theirs):
+        assert a.tolist() == b.tolist()
 
 
 def test_graphs_without_edges_or_nodes():
