@@ -67,10 +67,16 @@ def parse_position(rows: list[list[str]], latest: int, standby: str) -> tuple[st
     return rows[0][0], int(rows[0][1])
 
 
-def procedure(pair: ReplicationPair, to: str) -> Procedure:
+#: the step ``reposition(forget_gtids=True)`` adds before the last one
+FORGET_GTIDS = "executed GTIDs forgotten"
+
+
+def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: bool = False) -> Procedure:
     """The manual's channel failover to the standby binlog server ``to``, as three named steps.
-    What a step learns is left in ``Context.state`` for the next (``epoch``, ``position``)."""
-    if to == pair.binlog_server:
+    What a step learns is left in ``Context.state`` for the next (``epoch``, ``position``).
+    ``same``: ``to`` may be the channel's own binlog server (``reposition``); ``forget_gtids``: a
+    step before the last clears the applier's executed GTIDs (``RESET BINARY LOGS AND GTIDS``)."""
+    if to == pair.binlog_server and not same:
         raise ReplicationError(f"failover: {to} is already the channel's binlog server")
     if to not in {n.name for n in pair.source.topology.sql_nodes}:
         raise ReplicationError(f"failover: {to} is not an SQL node of the source "
@@ -91,21 +97,32 @@ def procedure(pair: ReplicationPair, to: str) -> Procedure:
         pair.configure_channel(binlog_server=to, log_file=log_file, log_pos=log_pos)
         return f"STOP REPLICA; CHANGE REPLICATION SOURCE TO {to} {log_file}:{log_pos}; START REPLICA"
 
-    return Procedure("channel failover", steps=(
+    def forget(ctx: Context) -> str:
+        app = pair.sql("replica")
+        before = app.rows("SELECT @@gtid_executed")
+        app.rows("STOP REPLICA; RESET BINARY LOGS AND GTIDS")
+        return f"STOP REPLICA; RESET BINARY LOGS AND GTIDS (gtid_executed was {(before or [['']])[0][0][:120]})"
+
+    steps = (
         Step(STEPS[0], latest,
              description="on the replica: MAX(epoch) of ndb_apply_status for the source's server ids"),
         Step(STEPS[1], position, description="on the standby: next_file and next_position of that epoch's "
                                              "ndb_binlog_index row"),
         Step(STEPS[2], channel, description="on the replica: STOP REPLICA, CHANGE REPLICATION SOURCE TO the standby "
-                                            "at that position, START REPLICA")))
+                                            "at that position, START REPLICA"))
+    if forget_gtids:
+        steps = steps[:2] + (Step(FORGET_GTIDS, forget, description="on the replica: the executed GTIDs forgotten, "
+                                                                     "so the epochs after that position are applied"),
+                             steps[2])
+    return Procedure("channel failover", steps=steps)
 
 
 def play(pair: ReplicationPair, to: str, fault_step: str | None = None,
-         fault: Callable[[], str | None] | None = None) -> Failover:
+         fault: Callable[[], str | None] | None = None, same: bool = False, forget_gtids: bool = False) -> Failover:
     """The failover's steps in order on the run clock; ``fault`` (returns its name, or None) lands
     on ``fault_step`` (any of ``STEPS``; refused before anything runs when it names none). A step
     that raises is ``failed`` with the engine's words, and the rest are ``skipped``."""
-    proc = procedure(pair, to)
+    proc = procedure(pair, to, same, forget_gtids)
     if fault_step is not None:
         proc.step(fault_step)  # ValueError naming the steps: before anything is done
         if fault is None:
@@ -145,4 +162,18 @@ def failover(pair: ReplicationPair, to: str) -> Failover:
     f = play(pair, to)
     if not f.done:
         raise ReplicationError(f"failover {f.from_server} -> {to} not done: {f.describe()}")
+    return f
+
+
+def reposition(pair: ReplicationPair, forget_gtids: bool = False) -> Failover:
+    """The same three steps on the channel's own binlog server: the channel restarted right after
+    the newest epoch the replica holds (``ndb_apply_status``), not where the applier's own position
+    says. After a replica cluster's crash (``ALL RESTART -a``) the applier's position is past the
+    epochs the crash took, and ``START REPLICA`` alone never applies them again. On 9.7.2 with
+    GTIDs on (its default) the applier also skips them as executed unless ``forget_gtids`` (a
+    step that resets its executed GTIDs before the channel is moved; docs/facts.md NDB 15.11).
+    A step that failed is raised."""
+    f = play(pair, pair.binlog_server, same=True, forget_gtids=forget_gtids)
+    if not f.done:
+        raise ReplicationError(f"reposition on {pair.binlog_server} not done: {f.describe()}")
     return f

@@ -11,8 +11,9 @@
 * the failover itself hit: a fault lands on one of its named steps (``fail_over_under``); a
   failover that could not finish is the operator's to retry once the fault is healed;
 * the replica cluster restarted (``ALL RESTART`` through its management node: a graceful system
-  restart), healed by waiting for it and for the channel; an applier stopped on an error is the
-  operator's to start again (``START REPLICA``), and the error is reported;
+  restart) or crashed (``ALL RESTART -a``), healed by waiting for it and for the channel; an
+  applier stopped on an error is the operator's to start again (``START REPLICA``, or after a
+  crash the channel repositioned from ``ndb_apply_status``), and the error is reported;
 * a data node of the source killed and restarted (a node restart) while the channel runs;
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
@@ -29,7 +30,7 @@ from ..runtimes import docker
 from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
 from .layout import REPLICA_NET_TIMEOUT_S
-from .failover import Failover, failover, play
+from .failover import Failover, failover, play, reposition
 from .pair import CONNECT_RETRY_S, PROBE_BOUND_S, ReplicationPair, SqlNode
 
 #: how long a restarted SQL node may take to answer SQL: ndb-wait-connected + ndb-wait-setup of
@@ -177,19 +178,24 @@ def restart_source_data_node(pair: ReplicationPair, name: str) -> list[str]:
 SYSTEM_RESTART_BOUND_S = NDBT_WAIT_CLUSTER_STARTED + NDBT_EXTRA_WAIT + CONTAINER_START_SLACK
 
 
-def restart_replica_cluster(pair: ReplicationPair) -> str:
+def restart_replica_cluster(pair: ReplicationPair, abort: bool = False) -> str:
     """``ALL RESTART`` on the replica cluster (graceful: a last global checkpoint, then every data
-    node stops and the angels start them again); what ndb_mgm answered."""
-    code, out, who = pair.replica.engine.mgm(pair.replica, "ALL RESTART", timeout=60)
+    node stops and the angels start them again; ``abort``: ``-a``, every data node stops at once
+    without that checkpoint); what ndb_mgm answered."""
+    cmd = "ALL RESTART -a" if abort else "ALL RESTART"
+    code, out, who = pair.replica.engine.mgm(pair.replica, cmd, timeout=60)
     if code != 0:
-        raise ReplicationError(f"ALL RESTART on the replica (through {who}) failed: {out.strip()[-200:]}")
+        raise ReplicationError(f"{cmd} on the replica (through {who}) failed: {out.strip()[-200:]}")
     return " ".join(ln.strip() for ln in out.splitlines() if ln.strip())[-160:]
 
 
-def replica_cluster_back(pair: ReplicationPair) -> list[str]:
+def replica_cluster_back(pair: ReplicationPair, reposition_channel: bool = False,
+                         forget_gtids: bool = False) -> list[str]:
     """The replica healthy again (the system restart's bound), the applier answering SQL, then the
     channel: running by itself, or stopped on an error, which is reported and the channel started
-    again (``START REPLICA``, the operator's step)."""
+    again: ``START REPLICA`` (the operator's step after a graceful restart), or, with
+    ``reposition_channel`` (after a crash), restarted right after the newest epoch the replica
+    holds (``failover.reposition``)."""
     d = Deadline(SYSTEM_RESTART_BOUND_S)
     pair.replica.wait_healthy(SYSTEM_RESTART_BOUND_S)
     notes = [f"replica healthy {d.elapsed():.1f}s into the heal"]
@@ -200,8 +206,13 @@ def replica_cluster_back(pair: ReplicationPair) -> list[str]:
     st = pair.state()
     if not st.running and st.applier == "OFF":
         notes.append(f"applier stopped: {st.describe()}")
-        pair.sql("replica").rows("START REPLICA")
-        back = ["START REPLICA"] + _channel_back(pair)
+        if reposition_channel:
+            f = reposition(pair, forget_gtids=forget_gtids)
+            back = [f"channel repositioned on {f.to_server} after epoch {f.latest_epoch} ({f.log_file}:{f.log_pos}) "
+                    f"in {f.seconds:.2f}s"] + _channel_back(pair)
+        else:
+            pair.sql("replica").rows("START REPLICA")
+            back = ["START REPLICA"] + _channel_back(pair)
     return notes + back
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.replication.channel import ReplicationError
-from ndbchaos.replication.failover import STEPS, failover, parse_position, play, position_sql
+from ndbchaos.replication.failover import (FORGET_GTIDS, STEPS, failover, parse_position, play, position_sql,
+                                           reposition)
 
 
 def test_the_position_is_right_after_the_last_applied_epoch_in_the_standby_binlog():
@@ -45,6 +46,8 @@ class _Sql:
             raise ReplicationError(f"{self.where}: SQL failed (exit 1): ERROR 2002 (HY000): Can't connect")
         if "ndb_apply_status" in sql:
             return [["90194313225"]]
+        if "gtid_executed" in sql or sql.startswith("STOP"):
+            return [["f613d3c0-ec21-11f1-88cb-02420ad55a79:1-80"]] if "@@" in sql else []
         return [["binlog.000003", "7608"]]
 
 
@@ -118,3 +121,25 @@ def test_a_failover_to_nowhere_or_on_no_step_is_refused_before_anything_runs():
     with pytest.raises(ValueError, match="without a fault"):
         play(p, "sql2", fault_step=STEPS[1])
     assert p.log == [] and p.changed == []
+
+
+def test_reposition_runs_the_same_steps_on_the_channels_own_binlog_server():
+    # after a replica cluster's crash: the channel restarted right after the newest epoch the
+    # replica holds, on the server it reads already (a failover to it is refused)
+    p = _Pair()
+    f = reposition(p)
+    assert f.done and (f.from_server, f.to_server) == ("sql1", "sql1")
+    assert p.changed == [("sql1", "binlog.000003", 7608)]
+    assert ("source/sql1", "SELECT") in p.log  # the position read on sql1's own ndb_binlog_index
+    p.down.add("replica/sql1")
+    with pytest.raises(ReplicationError, match="reposition on sql1 not done: latest applied epoch: failed"):
+        reposition(p)
+
+
+def test_reposition_can_forget_the_executed_gtids_before_the_channel_is_moved():
+    p = _Pair()
+    f = reposition(p, forget_gtids=True)
+    assert [s.name for s in f.steps] == [*STEPS[:2], FORGET_GTIDS, STEPS[2]] and f.done
+    assert ("replica/sql1", "STOP") in p.log and p.changed == [("sql1", "binlog.000003", 7608)]
+    assert "RESET BINARY LOGS AND GTIDS" in f.steps[2].detail and ":1-80" in f.steps[2].detail
+    assert [s.name for s in reposition(_Pair()).steps] == list(STEPS)  # not asked: three steps
