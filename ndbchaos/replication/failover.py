@@ -67,15 +67,17 @@ def parse_position(rows: list[list[str]], latest: int, standby: str) -> tuple[st
     return rows[0][0], int(rows[0][1])
 
 
-#: the step ``reposition(forget_gtids=True)`` adds before the last one
-FORGET_GTIDS = "executed GTIDs forgotten"
+#: the step ``reposition`` adds before the last one: the applier's relay logs and the state of its
+#: workers reset (``RESET REPLICA``), and with ``forget_gtids`` its executed GTIDs too
+APPLIER_RESET = "applier reset"
 
 
-def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: bool = False) -> Procedure:
+def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: bool | None = None) -> Procedure:
     """The manual's channel failover to the standby binlog server ``to``, as three named steps.
     What a step learns is left in ``Context.state`` for the next (``epoch``, ``position``).
-    ``same``: ``to`` may be the channel's own binlog server (``reposition``); ``forget_gtids``: a
-    step before the last clears the applier's executed GTIDs (``RESET BINARY LOGS AND GTIDS``)."""
+    ``same``: ``to`` may be the channel's own binlog server (``reposition``); ``forget_gtids`` not
+    None: a step before the last resets the applier (``APPLIER_RESET``: ``RESET REPLICA``, and
+    with True ``RESET BINARY LOGS AND GTIDS``)."""
     if to == pair.binlog_server and not same:
         raise ReplicationError(f"failover: {to} is already the channel's binlog server")
     if to not in {n.name for n in pair.source.topology.sql_nodes}:
@@ -97,11 +99,18 @@ def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: 
         pair.configure_channel(binlog_server=to, log_file=log_file, log_pos=log_pos)
         return f"STOP REPLICA; CHANGE REPLICATION SOURCE TO {to} {log_file}:{log_pos}; START REPLICA"
 
-    def forget(ctx: Context) -> str:
+    def reset(ctx: Context) -> str:
+        # RESET REPLICA: a multi-threaded applier stopped on an error may have gaps between its
+        # workers, and CHANGE REPLICATION SOURCE is then refused (1802, measured on 9.7.2); its
+        # relay logs are of no use once the channel is moved anyway
         app = pair.sql("replica")
+        if not forget_gtids:
+            app.rows("STOP REPLICA; RESET REPLICA")
+            return "STOP REPLICA; RESET REPLICA"
         before = app.rows("SELECT @@gtid_executed")
-        app.rows("STOP REPLICA; RESET BINARY LOGS AND GTIDS")
-        return f"STOP REPLICA; RESET BINARY LOGS AND GTIDS (gtid_executed was {(before or [['']])[0][0][:120]})"
+        app.rows("STOP REPLICA; RESET REPLICA; RESET BINARY LOGS AND GTIDS")
+        was = " ".join((before or [[""]])[0][0].split())[:160]
+        return f"STOP REPLICA; RESET REPLICA; RESET BINARY LOGS AND GTIDS (gtid_executed was {was})"
 
     steps = (
         Step(STEPS[0], latest,
@@ -110,15 +119,17 @@ def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: 
                                              "ndb_binlog_index row"),
         Step(STEPS[2], channel, description="on the replica: STOP REPLICA, CHANGE REPLICATION SOURCE TO the standby "
                                             "at that position, START REPLICA"))
-    if forget_gtids:
-        steps = steps[:2] + (Step(FORGET_GTIDS, forget, description="on the replica: the executed GTIDs forgotten, "
-                                                                     "so the epochs after that position are applied"),
+    if forget_gtids is not None:
+        steps = steps[:2] + (Step(APPLIER_RESET, reset, description="on the replica: RESET REPLICA (and with "
+                                                                    "forget_gtids its executed GTIDs), so the epochs "
+                                                                    "after that position are applied"),
                              steps[2])
     return Procedure("channel failover", steps=steps)
 
 
 def play(pair: ReplicationPair, to: str, fault_step: str | None = None,
-         fault: Callable[[], str | None] | None = None, same: bool = False, forget_gtids: bool = False) -> Failover:
+         fault: Callable[[], str | None] | None = None, same: bool = False,
+         forget_gtids: bool | None = None) -> Failover:
     """The failover's steps in order on the run clock; ``fault`` (returns its name, or None) lands
     on ``fault_step`` (any of ``STEPS``; refused before anything runs when it names none). A step
     that raises is ``failed`` with the engine's words, and the rest are ``skipped``."""
@@ -170,9 +181,10 @@ def reposition(pair: ReplicationPair, forget_gtids: bool = False) -> Failover:
     the newest epoch the replica holds (``ndb_apply_status``), not where the applier's own position
     says. After a replica cluster's crash (``ALL RESTART -a``) the applier's position is past the
     epochs the crash took, and ``START REPLICA`` alone never applies them again. On 9.7.2 with
-    GTIDs on (its default) the applier also skips them as executed unless ``forget_gtids`` (a
-    step that resets its executed GTIDs before the channel is moved; docs/facts.md NDB 15.11).
-    A step that failed is raised."""
+    GTIDs on (its default) the applier also skips them as executed unless ``forget_gtids`` (its
+    executed GTIDs reset with the applier, before the channel is moved; docs/facts.md NDB 15.11).
+    Four steps: the applier is reset (``APPLIER_RESET``) before the last. A step that failed is
+    raised."""
     f = play(pair, pair.binlog_server, same=True, forget_gtids=forget_gtids)
     if not f.done:
         raise ReplicationError(f"reposition on {pair.binlog_server} not done: {f.describe()}")

@@ -248,8 +248,8 @@ def test_the_replica_cluster_restarted_under_load_the_channel_resumes_and_conver
 
 @pytest.mark.xfail(strict=True, raises=AssertionError,
                    reason="finding (docs/facts.md NDB 15.11): after the replica cluster's crash the epochs it "
-                          "lost are not applied again by the channel repositioned from ndb_apply_status (983 and "
-                          "1,487 lost) while the applier's executed GTIDs still list them")
+                          "lost are not applied again by the channel repositioned from ndb_apply_status (983, "
+                          "1,487 and 3,845 lost) while the applier's executed GTIDs still list them")
 def test_the_replica_cluster_crashed_under_load_the_channel_repositioned_from_ndb_apply_status_converges(pair):
     """ALL RESTART -a on the replica cluster: every data node stops at once, without a last
     global checkpoint, so the replica loses its newest epochs, their ndb_apply_status rows with
@@ -257,7 +257,7 @@ def test_the_replica_cluster_crashed_under_load_the_channel_repositioned_from_nd
     (docs/facts.md NDB 15.11: 3,095 acknowledged inserts lost in the run that found it). The heal
     restarts the channel right after the newest epoch the replica holds (``reposition``, the
     failover's steps on the same binlog server). Nothing acknowledged may be lost or applied twice:
-    on 9.7.2 this fails (983 and 1,487 lost), a recorded finding; strict, so a run that converges
+    on 9.7.2 this fails (983, 1,487 and 3,845 lost), a recorded finding; strict, so a run that converges
     says so. The runbook that converges forgets the executed GTIDs too (the next test)."""
     bound = (SYSTEM_RESTART_BOUND_S + SQL_RESTART_BOUND_S + 2 * CHANNEL_BACK_BOUND_S
              + _applies_within(HOLD_S + SYSTEM_RESTART_BOUND_S))

@@ -7,7 +7,7 @@ import pytest
 
 from ndbchaos import topology as TP
 from ndbchaos.replication.channel import ReplicationError
-from ndbchaos.replication.failover import (FORGET_GTIDS, STEPS, failover, parse_position, play, position_sql,
+from ndbchaos.replication.failover import (APPLIER_RESET, STEPS, failover, parse_position, play, position_sql,
                                            reposition)
 
 
@@ -123,12 +123,14 @@ def test_a_failover_to_nowhere_or_on_no_step_is_refused_before_anything_runs():
     assert p.log == [] and p.changed == []
 
 
-def test_reposition_runs_the_same_steps_on_the_channels_own_binlog_server():
+def test_reposition_runs_the_steps_on_the_channels_own_binlog_server_with_the_applier_reset():
     # after a replica cluster's crash: the channel restarted right after the newest epoch the
     # replica holds, on the server it reads already (a failover to it is refused)
     p = _Pair()
     f = reposition(p)
     assert f.done and (f.from_server, f.to_server) == ("sql1", "sql1")
+    assert [s.name for s in f.steps] == [*STEPS[:2], APPLIER_RESET, STEPS[2]]
+    assert f.steps[2].detail == "STOP REPLICA; RESET REPLICA"
     assert p.changed == [("sql1", "binlog.000003", 7608)]
     assert ("source/sql1", "SELECT") in p.log  # the position read on sql1's own ndb_binlog_index
     p.down.add("replica/sql1")
@@ -139,7 +141,7 @@ def test_reposition_runs_the_same_steps_on_the_channels_own_binlog_server():
 def test_reposition_can_forget_the_executed_gtids_before_the_channel_is_moved():
     p = _Pair()
     f = reposition(p, forget_gtids=True)
-    assert [s.name for s in f.steps] == [*STEPS[:2], FORGET_GTIDS, STEPS[2]] and f.done
+    assert [s.name for s in f.steps] == [*STEPS[:2], APPLIER_RESET, STEPS[2]] and f.done
     assert ("replica/sql1", "STOP") in p.log and p.changed == [("sql1", "binlog.000003", 7608)]
-    assert "RESET BINARY LOGS AND GTIDS" in f.steps[2].detail and ":1-80" in f.steps[2].detail
-    assert [s.name for s in reposition(_Pair()).steps] == list(STEPS)  # not asked: three steps
+    assert "RESET REPLICA; RESET BINARY LOGS AND GTIDS" in f.steps[2].detail and ":1-80" in f.steps[2].detail
+    assert [s.name for s in failover(_Pair(), "sql2").steps] == list(STEPS)  # a failover: three steps
