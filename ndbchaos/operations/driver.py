@@ -27,7 +27,7 @@ from typing import Callable
 from ..driver import AFTER_S, BASELINE_S, HOLD_S, Scenario, cycle, margin
 from ..recording import Run
 from ..waiting import wait_until
-from .procedure import Context, Procedure, StepFailed, StepRecord, one_line
+from .procedure import Context, Procedure, StepRecord, act, one_line
 
 log = logging.getLogger("ndbchaos")
 
@@ -119,14 +119,14 @@ def play(run: Run, op: Operation):
 def _play_step(run: Run, ctx: Context, step, fault, op: Operation) -> StepRecord:
     start = run.clock.now()
     if fault is None:
-        outcome, detail = _act(step, ctx)
+        outcome, detail = act(step, ctx)
         return StepRecord(step.name, start, run.clock.now(), outcome, step.expected, detail,
                           max_outage_s=step.max_outage_s)
     plan = op.plan(run.cluster, fault)
     box: dict = {}
 
     def work():
-        box["outcome"], box["detail"] = _act(step, ctx)
+        box["outcome"], box["detail"] = act(step, ctx)
         box["end"] = run.clock.now()
 
     worker = threading.Thread(target=work, name=f"step {step.name}", daemon=True)
@@ -159,19 +159,6 @@ def _play_step(run: Run, ctx: Context, step, fault, op: Operation) -> StepRecord
         note = f"none: the step ended {end - start:.1f} s in, before {what} was due ({op.fault_delay_s:g} s)"
     return StepRecord(step.name, start, end, box.get("outcome", "failed"), step.expected,
                       box.get("detail", ""), fault=note, max_outage_s=step.max_outage_s, fault_hit=hit)
-
-
-def _act(step, ctx: Context) -> tuple[str, str]:
-    """(outcome, detail) of a step's action. Anything it raises besides ``StepFailed`` (a lost
-    connection to Docker, an engine's unexpected answer) fails the step with what was raised: the
-    run goes on to its outcomes, verdict and cleanup."""
-    try:
-        return "done", one_line(step.action(ctx))
-    except StepFailed as e:
-        return e.outcome, one_line(str(e))
-    except Exception as e:
-        log.warning("step %s raised %s: %s", step.name, type(e).__name__, e)
-        return "failed", one_line(f"{type(e).__name__}: {e}")
 
 
 __all__ = ["AFTER_S", "BASELINE_S", "HOLD_S", "Operation", "play"]

@@ -16,10 +16,13 @@ operation during the step, with the reason in the declaration.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Callable
 
 from ..errors import NdbChaosError
+
+log = logging.getLogger("ndbchaos")
 
 OUTCOMES = ("done", "failed", "aborted", "skipped")
 
@@ -102,4 +105,17 @@ def one_line(text: str, limit: int = 300) -> str:
     return s if len(s) <= limit else s[:limit - 3] + "..."
 
 
-__all__ = ["Context", "OUTCOMES", "Outcome", "Procedure", "Step", "StepFailed", "StepRecord", "one_line"]
+def act(step: Step, ctx: Context) -> tuple[str, str]:
+    """(outcome, detail) of a step's action. Anything it raises besides ``StepFailed`` (a lost
+    connection to Docker, an engine's unexpected answer) fails the step with what was raised: the
+    procedure goes on to what follows it (the outcomes, the verdict, the cleanup)."""
+    try:
+        return "done", one_line(step.action(ctx))
+    except StepFailed as e:
+        return e.outcome, one_line(str(e))
+    except Exception as e:
+        log.warning("step %s raised %s: %s", step.name, type(e).__name__, e)
+        return "failed", one_line(f"{type(e).__name__}: {e}")
+
+
+__all__ = ["Context", "OUTCOMES", "Outcome", "Procedure", "Step", "StepFailed", "StepRecord", "act", "one_line"]

@@ -22,8 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..errors import NdbChaosError
-from ..operations.procedure import Context, Procedure, Step, StepFailed, StepRecord, one_line
+from ..operations.procedure import Context, Procedure, Step, StepRecord, act
 from .channel import ReplicationError, applied_sql, parse_epoch
 from .pair import ReplicationPair
 
@@ -72,13 +71,13 @@ def parse_position(rows: list[list[str]], latest: int, standby: str) -> tuple[st
 APPLIER_RESET = "applier reset"
 
 
-def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: bool | None = None) -> Procedure:
+def procedure(pair: ReplicationPair, to: str, again: bool = False, forget_gtids: bool = False) -> Procedure:
     """The manual's channel failover to the standby binlog server ``to``, as three named steps.
     What a step learns is left in ``Context.state`` for the next (``epoch``, ``position``).
-    ``same``: ``to`` may be the channel's own binlog server (``reposition``); ``forget_gtids`` not
-    None: a step before the last resets the applier (``APPLIER_RESET``: ``RESET REPLICA``, and
-    with True ``RESET BINARY LOGS AND GTIDS``)."""
-    if to == pair.binlog_server and not same:
+    ``again`` (``reposition``): ``to`` is the channel's own binlog server, and a step before the
+    last resets the applier (``APPLIER_RESET``: ``RESET REPLICA``, and with ``forget_gtids``
+    ``RESET BINARY LOGS AND GTIDS``)."""
+    if to == pair.binlog_server and not again:
         raise ReplicationError(f"failover: {to} is already the channel's binlog server")
     if to not in {n.name for n in pair.source.topology.sql_nodes}:
         raise ReplicationError(f"failover: {to} is not an SQL node of the source "
@@ -119,7 +118,7 @@ def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: 
                                              "ndb_binlog_index row"),
         Step(STEPS[2], channel, description="on the replica: STOP REPLICA, CHANGE REPLICATION SOURCE TO the standby "
                                             "at that position, START REPLICA"))
-    if forget_gtids is not None:
+    if again:
         steps = steps[:2] + (Step(APPLIER_RESET, reset, description="on the replica: RESET REPLICA (and with "
                                                                     "forget_gtids its executed GTIDs), so the epochs "
                                                                     "after that position are applied"),
@@ -128,12 +127,13 @@ def procedure(pair: ReplicationPair, to: str, same: bool = False, forget_gtids: 
 
 
 def play(pair: ReplicationPair, to: str, fault_step: str | None = None,
-         fault: Callable[[], str | None] | None = None, same: bool = False,
-         forget_gtids: bool | None = None) -> Failover:
+         fault: Callable[[], str | None] | None = None, again: bool = False,
+         forget_gtids: bool = False) -> Failover:
     """The failover's steps in order on the run clock; ``fault`` (returns its name, or None) lands
     on ``fault_step`` (any of ``STEPS``; refused before anything runs when it names none). A step
-    that raises is ``failed`` with the engine's words, and the rest are ``skipped``."""
-    proc = procedure(pair, to, same, forget_gtids)
+    that raises is ``failed`` with what it raised (``operations.procedure.act``, as an operation's
+    step), and the rest are ``skipped``."""
+    proc = procedure(pair, to, again, forget_gtids)
     if fault_step is not None:
         proc.step(fault_step)  # ValueError naming the steps: before anything is done
         if fault is None:
@@ -149,12 +149,7 @@ def play(pair: ReplicationPair, to: str, fault_step: str | None = None,
             continue
         if step.name == fault_step:
             landed = f"{fault() or 'fault'} at {step.name!r}"
-        try:
-            detail, outcome = one_line(step.action(ctx)), "done"
-        except StepFailed as e:
-            detail, outcome = one_line(str(e)), e.outcome
-        except NdbChaosError as e:  # the SQL failed or answered nothing usable
-            detail, outcome = one_line(str(e)), "failed"
+        outcome, detail = act(step, ctx)
         records.append(StepRecord(step.name, t, clock.now(), outcome, step.expected, detail,
                                   fault=landed if step.name == fault_step else None))
         if outcome != "done":
@@ -177,7 +172,7 @@ def failover(pair: ReplicationPair, to: str) -> Failover:
 
 
 def reposition(pair: ReplicationPair, forget_gtids: bool = False) -> Failover:
-    """The same three steps on the channel's own binlog server: the channel restarted right after
+    """The failover's steps on the channel's own binlog server: the channel restarted right after
     the newest epoch the replica holds (``ndb_apply_status``), not where the applier's own position
     says. After a replica cluster's crash (``ALL RESTART -a``) the applier's position is past the
     epochs the crash took, and ``START REPLICA`` alone never applies them again. On 9.7.2 with
@@ -185,7 +180,7 @@ def reposition(pair: ReplicationPair, forget_gtids: bool = False) -> Failover:
     executed GTIDs reset with the applier, before the channel is moved; docs/facts.md NDB 15.11).
     Four steps: the applier is reset (``APPLIER_RESET``) before the last. A step that failed is
     raised."""
-    f = play(pair, pair.binlog_server, same=True, forget_gtids=forget_gtids)
+    f = play(pair, pair.binlog_server, again=True, forget_gtids=forget_gtids)
     if not f.done:
         raise ReplicationError(f"reposition on {pair.binlog_server} not done: {f.describe()}")
     return f
