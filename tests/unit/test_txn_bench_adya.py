@@ -20,6 +20,8 @@ def test_both_checkers_are_timed_and_agree(tmp_path):
         assert r["same_verdict"] is True and r["valid"] is valid
         assert r["ours"]["wall_s"] > 0 and r["adya"]["wall_s"] > 0 and r["wall_ratio"] > 0
         assert (tmp_path / f"adya-list-append-{level}-300.jsonl").exists()
+    # ours ran from bytecode kept beside the histories, as an installed wheel runs
+    assert res["bytecode"] is True and any((tmp_path / "ndbchaos-bench-pycache").rglob("scan*.pyc"))
 
 
 def test_the_command_line(tmp_path, capsys):
@@ -27,3 +29,8 @@ def test_the_command_line(tmp_path, capsys):
     assert main(["adya", "200", "serializable", "--runs"]) == 2
     assert main(["adya", "200", "serializable", "--runs", "1", "--dir", str(tmp_path)]) == 0
     assert '"same_verdict": true' in capsys.readouterr().out
+    (tmp_path / "b").mkdir()
+    assert main(["adya", "200", "serializable", "--runs", "1", "--dir", str(tmp_path / "b"), "--no-bytecode"]) == 0
+    out = capsys.readouterr().out
+    assert '"same_verdict": true' in out and '"bytecode": false' in out
+    assert not (tmp_path / "b" / "ndbchaos-bench-pycache").exists()

@@ -175,6 +175,55 @@ def test_chunks_of_lines_read_as_one(tmp_path, monkeypatch):
     assert parts is not None and list(LazyTxns(parts)) == list(whole.txns)
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_chunks_read_by_threads_as_by_one(workers, tmp_path, monkeypatch):
+    """Chunks taken by several threads at once give the transactions one thread gives, and a
+    damaged chunk among them the same outcome as the reference's reading."""
+    h = generated(11, n=300)
+    data = adya_shape(h)
+    whole, _ = read_both(tmp_path, data, monkeypatch)
+    monkeypatch.setattr(scan_mod, "CHUNK", 300)
+    monkeypatch.setattr(scan_mod, "_workers", lambda: workers)
+    parts = scan_mod.scan(data)
+    assert parts is not None and list(LazyTxns(parts)) == list(whole.txns)
+    for seed in range(12):
+        rng = random.Random(seed)
+        bad = bytearray(data)
+        at = rng.randrange(len(bad) // 4, len(bad))
+        bad[at:at + 1] = rng.choice([b"x", b"[", b"-", b"\n", b""])
+        with monkeypatch.context() as m:
+            m.setattr(scan_mod, "CHUNK", 300)
+            m.setattr(scan_mod, "_workers", lambda: workers)
+            fast, ref = read_both(tmp_path, bytes(bad), m)
+        assert same(fast, ref), (seed, fast, ref)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_first_chunk_that_fails_decides(workers, monkeypatch):
+    """A chunk not of the shape (None) or one whose reading raised: the first such in the file
+    decides, with threads as without, and every chunk before it was read."""
+    monkeypatch.setattr(scan_mod, "_workers", lambda: workers)
+    parts = [bytes([i]) for i in range(12)]
+    for outcomes, want in (({3: None, 7: ValueError("late")}, None), ({3: ValueError("early"), 7: None}, "early")):
+        calls = []
+
+        def chunk(part, outcomes=outcomes):
+            calls.append(part[0])
+            o = outcomes.get(part[0], ("ok",))
+            if isinstance(o, Exception):
+                raise o
+            return o
+        monkeypatch.setattr(scan_mod, "_chunk", chunk)
+        if want is None:
+            assert scan_mod._chunks(parts) is None
+        else:
+            with pytest.raises(ValueError, match=want):
+                scan_mod._chunks(parts)
+        assert set(range(4)) <= set(calls)
+    monkeypatch.setattr(scan_mod, "_chunk", lambda part: ("ok", part[0]))
+    assert scan_mod._chunks(parts) == [("ok", i) for i in range(12)]
+
+
 def test_ranges():
     assert ranges([5, 0, 9], [2, 0, 3]).tolist() == [5, 6, 9, 10, 11]
     assert ranges([], []).tolist() == []
