@@ -104,6 +104,10 @@ def describe(t) -> str:
 
 def esc(x) -> str:
     """A value for a ``why``/``text`` template: printed as JSON, braces kept literal."""
+    if type(x) is int:  # (JSON's integer is Python's repr: the keys and values of most histories)
+        return repr(x)
+    if type(x) in (list, tuple) and all(type(e) is int for e in x):
+        return "[" + ",".join(map(repr, x)) + "]"
     return json.dumps(_plain(x), separators=(",", ":")).replace("{", "{{").replace("}", "}}")
 
 

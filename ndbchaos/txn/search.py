@@ -17,6 +17,7 @@ from functools import lru_cache
 import numpy as np
 
 from .graph import _REL_ORDER, ADJACENT, NONADJACENT, NONE, RW, SINGLE, SearchTimeout, Shape, _nontrivial, sccs
+from .txn_arrays import ranges
 
 def components(n: int, n_txn: int, src, dst, rels, rank: np.ndarray | None = None) -> list["Component"]:
     """The graph's nontrivial strongly connected components, each with its own edges (those
@@ -36,14 +37,24 @@ def components(n: int, n_txn: int, src, dst, rels, rank: np.ndarray | None = Non
     es, ed, er = src[inner][e_order], dst[inner][e_order], rels[inner][e_order]
     e_bounds = np.searchsorted(ls[inner][e_order], np.stack([big, big + 1]))
     lo, hi = e_bounds[0].tolist(), e_bounds[1].tolist()
+    # each component's nodes (increasing: the stable sort by label keeps the nodes' order), and
+    # each node's place among them, for the edges between places (``Component.signature``)
+    size = bounds[1] - bounds[0]
+    at = ranges(bounds[0], size)
+    nodes = order[at]
+    place = np.zeros(n, dtype=np.int32)
+    place[nodes] = at - np.repeat(bounds[0], size)
+    n_hi = np.cumsum(size)
+    n_lo, n_hi = (n_hi - size).tolist(), n_hi.tolist()
+    is_txn, ps, pd = nodes < n_txn, place[es], place[ed]
     if rank is None:
-        return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[lo[i]:hi[i]], ed[lo[i]:hi[i]],
-                          er[lo[i]:hi[i]], n_txn) for i in range(len(big))]
-    # the edges that do not rise in rank, and their relations: a cycle has one at least
-    fall = rank[es] >= rank[ed]
-    down = np.bitwise_or.reduceat(np.where(fall, er, 0).astype(np.uint8), lo).tolist()
-    return [Component(np.sort(order[bounds[0, i]:bounds[1, i]]), es[lo[i]:hi[i]], ed[lo[i]:hi[i]], er[lo[i]:hi[i]],
-                      n_txn, fall[lo[i]:hi[i]], down[i]) for i in range(len(big))]
+        fall, down = None, [0] * len(big)
+    else:  # the edges that do not rise in rank, and their relations: a cycle has one at least
+        fall = rank[es] >= rank[ed]
+        down = np.bitwise_or.reduceat(np.where(fall, er, 0).astype(np.uint8), lo).tolist()
+    return [Component(nodes[n_lo[i]:n_hi[i]], es[lo[i]:hi[i]], ed[lo[i]:hi[i]], er[lo[i]:hi[i]], n_txn,
+                      None if fall is None else fall[lo[i]:hi[i]], down[i],
+                      (is_txn[n_lo[i]:n_hi[i]], ps[lo[i]:hi[i]], pd[lo[i]:hi[i]])) for i in range(len(big))]
 
 
 #: components up to this many nodes are searched without first projecting them per shape
@@ -55,13 +66,16 @@ class Component:
     edges between them, as adjacency lists."""
 
     def __init__(self, nodes: np.ndarray, src, dst, rels, n_txn: int, fall: np.ndarray | None = None,
-                 down: int = 0):
+                 down: int = 0, places=None):
         self.nodes = nodes
         self.n_txn = n_txn
         self.src, self.dst, self.rels = src, dst, rels
         #: when the nodes' ranks (``DepGraph.ranks``) are known: which edges do not rise in them,
         #: and those edges' relations or-ed. Every cycle has such an edge (``find``)
         self.fall, self.down = fall, down
+        #: (which nodes are transactions, the edges' ends as places in ``nodes``, int32), when
+        #: ``components`` found them for every component at once
+        self._places = places
         self._adj = None
 
     @property
@@ -90,10 +104,14 @@ class Component:
         """The component up to the names of its nodes: which are transactions, and its edges
         between the nodes' places in ``nodes`` (sorted, as the edges are). Two components with
         the same signature hold the same cycles, renamed (the search visits both alike)."""
-        ls = np.searchsorted(self.nodes, self.src).astype(np.int32)
-        ld = np.searchsorted(self.nodes, self.dst).astype(np.int32)
-        return b"".join((len(self.nodes).to_bytes(4, "little"), (self.nodes < self.n_txn).tobytes(),
-                         ls.tobytes(), ld.tobytes(), self.rels.tobytes()))
+        if self._places is None:
+            is_txn = self.nodes < self.n_txn
+            ls = np.searchsorted(self.nodes, self.src).astype(np.int32)
+            ld = np.searchsorted(self.nodes, self.dst).astype(np.int32)
+        else:
+            is_txn, ls, ld = self._places
+        return b"".join((len(self.nodes).to_bytes(4, "little"), is_txn.tobytes(), ls.tobytes(), ld.tobytes(),
+                         self.rels.tobytes()))
 
     @property
     def txn_count(self) -> int:
@@ -132,10 +150,16 @@ class Component:
             first = shape.required[0]
         else:
             first = shape.rels
+        edges = self.edges
+        if shape.rw == SINGLE and self.fall is not None and not self.down & shape.rels & ~RW:
+            # every edge the shape may step along but as its one RW step rises in rank, and a
+            # cycle has a step that does not: the RW step, so only an RW edge that does not rise
+            # starts one (a search from any other finds nothing)
+            edges = [e for e, f in zip(edges, self.fall.tolist()) if f]
         if labels is None:
-            starts = [(a, b) for a, b, r in self.edges if r & first]
+            starts = [(a, b) for a, b, r in edges if r & first]
         else:
-            starts = [(a, b) for a, b, r in self.edges
+            starts = [(a, b) for a, b, r in edges
                       if r & first and labels.get(a) is not None and labels.get(a) == labels.get(b)]
         first_rel = next(r for r in _REL_ORDER if r & first)
         for a, b in starts:

@@ -414,3 +414,17 @@ def test_a_serializable_history_is_checked_without_the_component_search(tmp_path
         {"process": 0, "type": "ok", "value": [["r", 2, [1]], ["r", 1, [1]]]},
     ])
     assert check_in_a_process(h, tmp_path) == ["True", "0", "False"]
+
+
+def test_values_in_explanations_are_written_as_json_writes_them():
+    """``esc``'s short cut for integers and lists of them writes what json.dumps writes."""
+    import json as json_mod
+
+    from ndbchaos.txn.anomaly import _plain, esc
+
+    def ref(x):
+        return json_mod.dumps(_plain(x), separators=(",", ":")).replace("{", "{{").replace("}", "}}")
+    values = [0, 7, -3, 10 ** 30, -(10 ** 18), True, False, None, 1.5, "k{1}", "a\"b", [], (), [1, 2, 3],
+              (4, -5), [1, True], [1, "x"], (1, (2, 3)), [[1], [2]], [None], ["{", "}"], [10 ** 20, 0]]
+    for x in values:
+        assert esc(x) == ref(x), x
