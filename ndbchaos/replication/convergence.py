@@ -37,6 +37,11 @@ from typing import Iterable
 class Expected:
     acked: dict[int, object]
     maybe: frozenset[int] = frozenset()
+    #: acknowledged keys the source itself may lose: acknowledged within the engine's crash loss
+    #: window before a whole-source crash (NDB: a commit is durable at its global checkpoint,
+    #: ``engines/ndb/rules.crash_loss_window_s``). One the source lost must be absent from the
+    #: replica too (there it is ``extra``); one the source kept is judged as any other.
+    crash_may_lose: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -57,10 +62,15 @@ class Convergence:
     late: tuple[int, ...] = ()
     source_lost: tuple[int, ...] = ()
     why: tuple[str, ...] = field(default=())
+    #: acknowledged keys the source lost within its crash window (gone from the replica too)
+    crash_lost: int = 0
 
     def summary(self) -> str:
         if self.converged:
-            return f"converged: {self.rows} rows on the replica, fenced {self.seconds:.2f} s after the load stopped"
+            crash = (f"; {self.crash_lost} acknowledged inserts lost by the source's crash, within its window, "
+                     f"on neither side" if self.crash_lost else "")
+            return (f"converged: {self.rows} rows on the replica, fenced {self.seconds:.2f} s after the load "
+                    f"stopped{crash}")
         return "NOT converged: " + "; ".join(self.why)
 
 
@@ -82,10 +92,12 @@ def judge(expected: Expected, source_rows: dict[int, object], snapshots: Iterabl
     values = dict(judged.rows)
     later_keys = {k for s in snaps if s.t > judged.t for k, _ in s.rows}
     maybe = expected.maybe
-    missing = [k for k in expected.acked if k not in counts]
+    # an acknowledged key the source lost within its crash window is gone from both, as it should be
+    crash_lost = {k for k in expected.crash_may_lose if k not in source_rows}
+    missing = [k for k in expected.acked if k not in counts and k not in crash_lost]
     late = tuple(sorted(k for k in missing if k in later_keys))
     lost = tuple(sorted(k for k in missing if k not in later_keys))
-    source_lost = tuple(sorted(k for k in expected.acked if k not in source_rows))
+    source_lost = tuple(sorted(k for k in expected.acked if k not in source_rows and k not in crash_lost))
     duplicated = tuple(sorted(k for k, n in counts.items() if n > 1))
     wrong = tuple(sorted(k for k, v in values.items() if k in source_rows and source_rows[k] != v))
     extra = tuple(sorted(k for k in counts if k not in source_rows and k not in maybe))
@@ -99,23 +111,32 @@ def judge(expected: Expected, source_rows: dict[int, object], snapshots: Iterabl
         if keys:
             why.append(f"{len(keys)} {name}: {_few(keys)}")
     return Convergence(not why, caught_up_at - since, len(judged.rows), lost + unreplicated, duplicated, wrong,
-                       extra, late, source_lost, tuple(why))
+                       extra, late, source_lost, tuple(why), len(crash_lost))
 
 
-def expected_from_ledger(ops) -> Expected:
+def expected_from_ledger(ops, crashes: Iterable[float] = (), window_s: float = 0.0) -> Expected:
     """A ledger history's inserts: ok ones are acknowledged (value: the id's slot), info ones are
     maybes; failed ones did not happen (a maybe still, if an earlier attempt of the same id was
-    info). ``ops``: the history's ``Op``s (``History`` iterates them)."""
+    info). ``ops``: the history's ``Op``s (``History`` iterates them). ``crashes``: run-clock times
+    the whole source crashed; an insert acknowledged within ``window_s`` before one of them (its
+    completion in ``[t - window_s, t]``) is one the source may lose (``Expected.crash_may_lose``)."""
+    if window_s < 0:
+        raise ValueError(f"window_s must not be negative, not {window_s}")
+    crashes = tuple(crashes)
     acked: dict[int, object] = {}
     maybe: set[int] = set()
+    may_lose: set[int] = set()
     for op in ops:
         if op.f != "insert":
             continue
         if op.type == "ok":
             acked[int(op.value)] = ledger_value(int(op.value))
+            # times are kept to the microsecond (the history's resolution, as the durability check)
+            if any(t - window_s - 1e-6 <= op.end <= t + 1e-6 for t in crashes):
+                may_lose.add(int(op.value))
         elif op.type == "info":
             maybe.add(int(op.value))
-    return Expected(acked, frozenset(maybe - set(acked)))
+    return Expected(acked, frozenset(maybe - set(acked)), frozenset(may_lose))
 
 
 def ledger_value(key: int) -> int:

@@ -15,6 +15,10 @@
   applier stopped on an error is the operator's to start again (``START REPLICA``, or after a
   crash the channel repositioned from ``ndb_apply_status``), and the error is reported;
 * a data node of the source killed and restarted (a node restart) while the channel runs;
+* a whole node group of the source killed: NDB cannot go on without any copy of a node group's
+  data, so the whole source stops (commits acknowledged within its crash loss window may be lost,
+  ``rules.crash_loss_window_s``); healed by its system restart, the applier's stop on the binlog
+  servers' gap waited for and the gap skipped (every binlog server has it: ``gap.skip_gap``);
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
   NDB 15.6).
@@ -31,6 +35,7 @@ from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
 from .layout import REPLICA_NET_TIMEOUT_S
 from .failover import Failover, failover, play, reposition
+from .gap import skip_gap
 from .pair import CONNECT_RETRY_S, PROBE_BOUND_S, ReplicationPair, SqlNode
 
 #: how long a restarted SQL node may take to answer SQL: ndb-wait-connected + ndb-wait-setup of
@@ -173,6 +178,16 @@ def restart_source_data_node(pair: ReplicationPair, name: str) -> list[str]:
     return [f"{name} restarted, the source healthy {d.elapsed():.1f}s after its start"]
 
 
+def kill_source_node_group(pair: ReplicationPair, group: int = 0) -> list[str]:
+    """SIGKILL of every data node of one node group of the source; their names."""
+    nodes = pair.source.topology.nodegroups().get(group)
+    if not nodes:
+        raise ReplicationError(f"the source has no node group {group}: {sorted(pair.source.topology.nodegroups())}")
+    for n in nodes:
+        pair.source.container(n).kill()
+    return [n.name for n in nodes]
+
+
 #: a system restart to started: the NDB test framework's bound for it, waitClusterStarted(120) + the
 #: 60 s it adds per loop (engines/ndb/expect_facts.py, rec_system), plus the container start
 SYSTEM_RESTART_BOUND_S = NDBT_WAIT_CLUSTER_STARTED + NDBT_EXTRA_WAIT + CONTAINER_START_SLACK
@@ -214,6 +229,33 @@ def replica_cluster_back(pair: ReplicationPair, reposition_channel: bool = False
             pair.sql("replica").rows("START REPLICA")
             back = ["START REPLICA"] + _channel_back(pair)
     return notes + back
+
+
+#: how long after the source's system restart the applier may take to stop on the binlog servers'
+#: gap: the channel is back within CHANNEL_BACK_BOUND_S (the receiver's reconnect), and the gap is
+#: the first event after what was applied before the crash, one fetch away
+GAP_BOUND_S = CHANNEL_BACK_BOUND_S + 10
+
+
+def source_cluster_back(pair: ReplicationPair) -> list[str]:
+    """The source's system restart: every data node down started again, the source healthy within
+    the system restart's bound. Its binlog servers stayed up and wrote a LOST_EVENTS gap when the
+    cluster went away (docs/facts.md NDB 15.7): the applier stopping on it is waited for and the
+    gap skipped (``gap.skip_gap``: every binlog server has one, so no failover avoids it). Notes
+    say what the applier did instead when it did not stop."""
+    topo = pair.source.topology
+    down = [n for n in topo.data_nodes if docker.container_state(pair.source.container(n)) != "running"]
+    d = Deadline(SYSTEM_RESTART_BOUND_S)
+    pair.source.engine.recover_nodes(pair.source, down)
+    pair.source.wait_healthy(SYSTEM_RESTART_BOUND_S)
+    notes = [f"source system restart ({', '.join(n.name for n in down)} started): healthy {d.elapsed():.1f}s "
+             f"into the heal"]
+    g = Deadline(GAP_BOUND_S)
+    try:
+        notes += wait_for_incident(pair, GAP_BOUND_S)
+    except ReplicationError as e:
+        return notes + [f"no stop on a gap within {g.elapsed():.0f}s: {e}"] + _channel_back(pair)
+    return notes + [skip_gap(pair).describe()] + _channel_back(pair)
 
 
 def restore(pair: ReplicationPair) -> list[str]:
@@ -275,5 +317,5 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
 
 __all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "fail_over_under",
            "heal_link", "replica_cluster_back", "restart_replica_cluster",
-           "kill_applier", "kill_binlog_server", "kill_source_data_node", "restart_applier", "restart_binlog_server",
-           "restart_source_data_node", "restore", "wait_for_incident"]
+           "kill_applier", "kill_binlog_server", "kill_source_data_node", "kill_source_node_group", "restart_applier",
+           "restart_binlog_server", "restart_source_data_node", "restore", "source_cluster_back", "wait_for_incident"]

@@ -42,6 +42,8 @@ class FaultWindow:
     healed: float
     backlog_epoch: int  # the source's newest binlog epoch when the heal began
     notes: tuple[str, ...] = ()
+    #: the run-clock time the whole source had crashed (the inject's end), when the fault crashes it
+    source_crash: float | None = None
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,10 @@ class ReplicationReport:
     states: tuple[ChannelState, ...]
     catch_up_s: tuple[float | None, ...]  # per window: heal -> backlog applied
     convergence: Convergence
-    source_lost: int | None  # the source's own durability check (None: not judged)
+    #: the source's own durability check (None: not judged): acknowledged inserts lost, less those
+    #: its crash window explains (``source_lost_in_window``)
+    source_lost: int | None
+    source_lost_in_window: int = 0
 
     @property
     def max_lag_s(self) -> float:
@@ -147,21 +152,37 @@ class ReplicationRun:
 
     # -- faults ----------------------------------------------------------------------------------
     def fault(self, name: str, inject: Callable[[], None], heal: Callable[[], list[str] | None],
-              hold_s: float) -> FaultWindow:
-        """Inject, hold, heal; the window on the run clock with the backlog epoch at the heal."""
-        t0 = self.now
+              hold_s: float, crashes_source: bool = False) -> FaultWindow:
+        """Inject, hold, heal; the window on the run clock with the backlog epoch at the heal.
+        ``crashes_source``: the inject stops the whole source cluster (every data node of a node
+        group gone); inserts it acknowledged within its crash loss window before the inject's
+        end may be lost, on the source and so on the replica (its durability check is told, and
+        the convergence check)."""
+        t0, crash = self.now, None
         try:
             with self.run.rec.step(f"inject: {name}"):
                 inject()
+            if crashes_source:
+                crash = self.now
+                self.run.rec.set_check_options(gcp_loss_window_s=self.crash_window_s,
+                                               cluster_crash_at=[*self._crashes(), crash])
             self.run.hold(hold_s)
         finally:  # healed on every path out of the hold, the heal's own failure raised
             backlog = self.pair.source_epoch()  # the source only: the replica side may be down
             t1 = self.now
             with self.run.rec.step(f"heal: {name}"):
                 notes = heal() or []
-        w = FaultWindow(name, t0, t1, backlog, tuple(notes))
+        w = FaultWindow(name, t0, t1, backlog, tuple(notes), crash)
         self.windows.append(w)
         return w
+
+    @property
+    def crash_window_s(self) -> float:
+        """How long before a whole-source crash an acknowledged commit may be lost (the engine's)."""
+        return self.pair.source.engine.crash_loss_window_s(self.pair.source.options) or 0.0
+
+    def _crashes(self) -> list[float]:
+        return [w.source_crash for w in self.windows if w.source_crash is not None]
 
     def wait_backlog(self, w: FaultWindow, timeout: float) -> float | None:
         """Wait until the sampled lag shows the window's backlog applied; the seconds since the heal."""
@@ -190,14 +211,14 @@ class ReplicationRun:
         snaps.append(Snapshot(self.now, ledger_rows(self.pair.sql("replica").rows(read, timeout=60))))
         source_rows = dict(ledger_rows(self.pair.sql("source").rows(read, timeout=60)))
         history = res.history
-        expected = expected_from_ledger(history)
+        expected = expected_from_ledger(history, self._crashes(), self.crash_window_s)
         conv = judge(expected, source_rows, snaps, caught_up_at=fenced, since=stopped)
         dur = res.verdict.durability
-        lost = dur.lost if dur is not None else None
+        lost = None if dur is None or dur.lost is None else dur.lost - dur.explained_by_gcp
         return ReplicationReport(len(history), len(expected.acked), tuple(self.windows), tuple(self.lags),
                                  tuple(self.states),
                                  tuple(catch_up(self.lags, w.healed, w.backlog_epoch) for w in self.windows),
-                                 conv, lost)
+                                 conv, lost, dur.explained_by_gcp if dur is not None else 0)
 
     def close(self) -> None:
         """Every path out: the sampler and the load stopped, open faults healed (``ScenarioRun.close``)."""

@@ -1,6 +1,8 @@
 """The convergence check after a heal, on constructed inputs: lost, late, duplicated, wrong,
 extra rows must each be caught, and only a replica equal to the source converges."""
 
+import pytest
+
 from ndbchaos.history import History
 from ndbchaos.replication.convergence import (Expected, Snapshot, expected_from_ledger, judge, ledger_rows,
                                               ledger_value)
@@ -73,3 +75,35 @@ def test_the_ledger_history_gives_acknowledged_and_unknown_inserts():
     assert e.acked == {K[0]: 1} and e.maybe == frozenset({K[1]})
     assert ledger_value(3_000_000_017) == 3
     assert ledger_rows([["3000000017", "3"]]) == ((3_000_000_017, 3),)
+
+
+def test_a_whole_source_crash_may_take_its_window_from_both_sides_but_not_from_one():
+    # K[0] and K[1] were acknowledged within the source's crash window; the source lost both
+    exp = Expected({k: 1 for k in K[:5]}, frozenset({K[5]}), crash_may_lose=frozenset(K[:2]))
+    src = {k: 1 for k in K[2:5]}
+    c = judge(exp, src, [snap(12.5, K[2:5])], caught_up_at=12.0, since=10.0)
+    assert c.converged and c.crash_lost == 2 and c.lost == () and c.source_lost == ()
+    assert "2 acknowledged inserts lost by the source's crash" in c.summary()
+    # the replica kept one of them: it is ahead of its source, not converged
+    c = judge(exp, src, [snap(12.5, K[1:5])], caught_up_at=12.0, since=10.0)
+    assert not c.converged and c.extra == (K[1],) and c.lost == ()
+    # one the source kept must be on the replica like any other
+    c = judge(exp, {k: 1 for k in K[1:5]}, [snap(12.5, K[2:5])], caught_up_at=12.0, since=10.0)
+    assert not c.converged and c.lost == (K[1],)
+    # a key outside the window the source lost is its own durability failure still
+    c = judge(exp, {k: 1 for k in K[:2] + K[3:5]}, [snap(12.5, K[:2] + K[3:5])], caught_up_at=12.0, since=10.0)
+    assert not c.converged and c.source_lost == (K[2],)
+
+
+def test_the_crash_window_covers_the_acknowledgements_just_before_the_crash():
+    h = History("ledger")
+    h.add(0, "insert", K[0], "ok", 1.0, 5.9, "sql1")  # before the window [6, 10]
+    h.add(0, "insert", K[1], "ok", 6.0, 6.0, "sql1")  # at its start
+    h.add(1, "insert", K[2], "ok", 9.0, 10.0, "sql2")  # at the crash itself
+    h.add(1, "insert", K[3], "ok", 10.5, 10.6, "sql2")  # after the crash (a later epoch)
+    h.add(1, "insert", K[4], "info", 9.0, 9.5, "sql2")  # unknown: a maybe, never acknowledged
+    e = expected_from_ledger(h, crashes=[10.0], window_s=4.0)
+    assert e.crash_may_lose == frozenset({K[1], K[2]}) and e.maybe == frozenset({K[4]})
+    assert expected_from_ledger(h).crash_may_lose == frozenset()
+    with pytest.raises(ValueError, match="negative"):
+        expected_from_ledger(h, crashes=[10.0], window_s=-1)
