@@ -336,7 +336,9 @@ def _pair(typ, index, proc, time, null, m_ev, m_app, m_key, m_val, m_rlen, elems
     """Invocations and completions paired per process, as ``TxnHistory.from_events`` pairs them."""
     n = len(typ)
     inv = typ < 0
-    order = np.lexsort((np.arange(n), proc))
+    # by process, in file order within one: a stable sort, of 16-bit keys when they fit (radix)
+    narrow = n and 0 <= int(proc.min()) and int(proc.max()) < 1 << 16
+    order = np.argsort(proc.astype(np.uint16) if narrow else proc, kind="stable")
     same = proc[order][1:] == proc[order][:-1]
     if (same & inv[order][1:] & inv[order][:-1]).any():
         return None  # a process invoked again before its op completed: the general reader names it

@@ -126,6 +126,9 @@ ODD_LINES = [
     b'{"index":0,"type":"ok"}',
     b'{"index":0,"type":"invoke","f":"txn","process":0,"time":1,"value":[["r",1,[',
     b'{"index":0,"type":"invoke","f":"txn","process":0,"time":1,"value":[["append",1',
+    b'{"index":2,"type":"invoke","f":"txn","process":-3,"time":8,"value":[["r",1,null]]}',
+    b'{"index":2,"type":"invoke","f":"txn","process":70000,"time":8,"value":[["r",1,null]]}',
+    b'{"index":2,"type":"invoke","f":"txn","process":65535,"time":8,"value":[["r",1,null]]}',
 ]
 
 
