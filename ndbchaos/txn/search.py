@@ -52,9 +52,12 @@ def components(n: int, n_txn: int, src, dst, rels, rank: np.ndarray | None = Non
     else:  # the edges that do not rise in rank, and their relations: a cycle has one at least
         fall = rank[es] >= rank[ed]
         down = np.bitwise_or.reduceat(np.where(fall, er, 0).astype(np.uint8), lo).tolist()
+    # each component's relations, and whether an edge of it is a loop (``Component.kinds``)
+    kinds = zip(np.bitwise_or.reduceat(er, lo).tolist(), (np.add.reduceat(es == ed, lo) > 0).tolist())
     return [Component(nodes[n_lo[i]:n_hi[i]], es[lo[i]:hi[i]], ed[lo[i]:hi[i]], er[lo[i]:hi[i]], n_txn,
                       None if fall is None else fall[lo[i]:hi[i]], down[i],
-                      (is_txn[n_lo[i]:n_hi[i]], ps[lo[i]:hi[i]], pd[lo[i]:hi[i]])) for i in range(len(big))]
+                      (is_txn[n_lo[i]:n_hi[i]], ps[lo[i]:hi[i]], pd[lo[i]:hi[i]]), kind)
+            for i, kind in zip(range(len(big)), kinds)]
 
 
 #: components up to this many nodes are searched without first projecting them per shape
@@ -66,7 +69,7 @@ class Component:
     edges between them, as adjacency lists."""
 
     def __init__(self, nodes: np.ndarray, src, dst, rels, n_txn: int, fall: np.ndarray | None = None,
-                 down: int = 0, places=None):
+                 down: int = 0, places=None, kinds: tuple[int, bool] | None = None):
         self.nodes = nodes
         self.n_txn = n_txn
         self.src, self.dst, self.rels = src, dst, rels
@@ -76,7 +79,16 @@ class Component:
         #: (which nodes are transactions, the edges' ends as places in ``nodes``, int32), when
         #: ``components`` found them for every component at once
         self._places = places
+        self._kinds = kinds
         self._adj = None
+
+    @property
+    def kinds(self) -> tuple[int, bool]:
+        """(the relations of its edges, or-ed; whether one of its edges is a loop)."""
+        if self._kinds is None:
+            self._kinds = (int(np.bitwise_or.reduce(self.rels)) if len(self.rels) else 0,
+                           bool((self.src == self.dst).any()))
+        return self._kinds
 
     @property
     def edges(self) -> list[tuple[int, int, int]]:
@@ -138,6 +150,13 @@ class Component:
         SearchTimeout past ``deadline`` (time.monotonic())."""
         if self.fall is not None and not self.down & shape.rels:
             return None  # every edge the shape may use rises in rank: no cycle
+        rels, loop = self.kinds
+        if any(not rels & r for r in shape.required):
+            return None  # a cycle of the shape steps along each of its required relations
+        if shape.rw in (SINGLE, NONADJACENT) and not rels & shape.rels & ~RW and (shape.rw == NONADJACENT or not loop):
+            # one RW step, or two or more none adjacent: a cycle of the shape (of two steps or more:
+            # no loop) has a step that is not RW
+            return None
         if len(self.nodes) > SMALL:  # prune: a cycle of the shape lies in one projected component
             labels = self.projected_labels(shape.rels)
             if labels is None:

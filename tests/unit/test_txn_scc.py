@@ -145,3 +145,34 @@ def test_the_search_skips_only_shapes_whose_edges_all_rise(seed):
         assert a.signature() == b.signature() == alone.signature() and list(a.nodes) == sorted(a.nodes)
         for shape in SHAPES.values():
             assert a.find(shape, float("inf")) == b.find(shape, float("inf"))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_shapes_a_component_lacks_the_relations_of_find_nothing(seed, monkeypatch):
+    """A shape is not searched in a component that lacks one of its required relations, nor a
+    one-RW or nonadjacent-RW shape in one with RW edges only (and no loop, for one RW): every
+    shape finds the same cycle as the search that tries them all; on random graphs of few
+    relations (loops in a third of them) and generated histories' graphs."""
+    from ndbchaos.txn.graph import SHAPES
+    from ndbchaos.txn.search import Component, components
+    rng = np.random.default_rng(seed + 1000)
+    if seed % 4 == 3:
+        h = generated(seed + 900, n=150, keys=[2, 3, 5][seed % 3], procs=[3, 6, 10][seed % 3])
+        g = analyze(h).graph
+        g.add_realtime_order(h.txns)
+        src, dst, rels = g.edges()
+        n, n_txn = g.total, g.n
+    else:
+        n = int(rng.integers(2, 40))
+        n_txn = int(rng.integers(1, n + 1))
+        m = int(rng.integers(1, 3 * n))
+        src, dst = rng.integers(0, n, m), rng.integers(0, n, m)
+        keep = src != dst if seed % 3 else np.ones(m, dtype=bool)
+        key = np.unique(src[keep] * n + dst[keep])
+        src, dst = key // n, key % n
+        rels = rng.choice([[4], [4, 16], [4, 1], [4, 8], [4, 2, 16], [1, 2]][seed % 6], len(src)).astype(np.uint8)
+    comps = components(n, n_txn, src, dst, rels)
+    got = [[c.find(shape, float("inf")) for shape in SHAPES.values()] for c in comps]
+    monkeypatch.setattr(Component, "kinds", property(lambda self: (255, True)))  # every relation, a loop
+    assert got == [[c.find(shape, float("inf")) for shape in SHAPES.values()] for c in comps]
+    assert any(any(x is not None for x in row) for row in got) or not comps or seed % 6 == 5
