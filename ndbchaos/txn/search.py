@@ -181,17 +181,19 @@ class Component:
             starts = [(a, b) for a, b, r in edges
                       if r & first and labels.get(a) is not None and labels.get(a) == labels.get(b)]
         first_rel = next(r for r in _REL_ORDER if r & first)
+        automaton = _automaton(shape, first_rel)  # (once for every edge it starts from)
         for a, b in starts:
             if time.monotonic() > deadline:
                 raise SearchTimeout()
-            path = self._bfs(shape, a, b, first_rel, deadline)
+            path = self._bfs(shape, automaton, a, b, deadline)
             if path is not None:
                 return self._fold([(a, first_rel)] + path)
         return None
 
-    def _bfs(self, shape: Shape, u: int, v: int, first_rel: int, deadline: float):
-        """Shortest path v -> u such that the cycle u -first_rel-> v -> ... -> u has ``shape``."""
-        moves, accepts, s0 = _automaton(shape, first_rel)
+    def _bfs(self, shape: Shape, automaton, u: int, v: int, deadline: float):
+        """Shortest path v -> u such that the cycle u -first_rel-> v -> ... -> u has ``shape``
+        (``automaton``: ``_automaton(shape, first_rel)``)."""
+        moves, accepts, s0 = automaton
         if s0 < 0:
             return None
         if v == u and accepts[s0]:
