@@ -82,9 +82,12 @@ def _few(keys) -> str:
 def judge(expected: Expected, source_rows: dict[int, object], snapshots: Iterable[Snapshot],
           caught_up_at: float | None, since: float) -> Convergence:
     snaps = sorted(snapshots, key=lambda s: s.t)
-    if caught_up_at is None:
-        return Convergence(False, None, 0, why=("the replica never applied the source's last epoch",))
-    judged = next((s for s in snaps if s.t >= caught_up_at), None)
+    never = ["the replica never applied the source's last epoch"] if caught_up_at is None else []
+    if caught_up_at is None:  # what the replica has is still judged: its last read, nothing later to be late in
+        if not snaps:
+            return Convergence(False, None, 0, why=tuple(never))
+        snaps = snaps[-1:]
+    judged = snaps[0] if caught_up_at is None else next((s for s in snaps if s.t >= caught_up_at), None)
     if judged is None:
         return Convergence(False, caught_up_at - since, 0,
                            why=("no replica read at or after the catch-up: nothing to judge",))
@@ -104,13 +107,14 @@ def judge(expected: Expected, source_rows: dict[int, object], snapshots: Iterabl
     # on the source, maybe or not, every row there must reach the replica too
     unreplicated = tuple(sorted(k for k in source_rows if k not in counts and k not in expected.acked
                                 and k not in later_keys))
-    why = []
+    why = never
     for name, keys in (("lost", lost), ("late", late), ("duplicated", duplicated), ("wrong value", wrong),
                        ("extra", extra), ("on the source only (outcome unknown to the client)", unreplicated),
                        ("lost on the source itself", source_lost)):
         if keys:
             why.append(f"{len(keys)} {name}: {_few(keys)}")
-    return Convergence(not why, caught_up_at - since, len(judged.rows), lost + unreplicated, duplicated, wrong,
+    seconds = None if caught_up_at is None else caught_up_at - since
+    return Convergence(not why, seconds, len(judged.rows), lost + unreplicated, duplicated, wrong,
                        extra, late, source_lost, tuple(why), len(crash_lost))
 
 

@@ -21,7 +21,12 @@
   servers' gap waited for and the gap skipped (every binlog server has it: ``gap.skip_gap``);
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
-  NDB 15.6).
+  NDB 15.6);
+* the link cut with the binlog servers' retention (``binlog_expire_logs_seconds``) shorter or
+  longer than the cut: at the cut each binlog server starts a new log and its retention is set,
+  at the heal it starts another (expired logs are purged when the binary log is flushed: manual,
+  ``binlog_expire_logs_seconds``); a cut longer than the retention purges the log the replica
+  still needs, and the channel cannot resume.
 
 Each heal returns notes for the run (what it did, what it found).
 """
@@ -294,6 +299,56 @@ def heal_link(pair: ReplicationPair) -> list[str]:
     return ["applier attached to the source's network again"] + _channel_back(pair)
 
 
+#: the server's own retention (binlog_expire_logs_seconds: 30 days by default), set back after a scenario
+DEFAULT_RETENTION_S = 2_592_000
+#: the receiver's stop when the binlog it asks for is gone: 13114, "Got fatal error 1236 from source
+#: when reading data from binary log" (ER_SERVER_SOURCE_FATAL_ERROR_READING_BINLOG)
+PURGED_ERROR = 13114
+
+
+def binary_logs(pair: ReplicationPair, name: str) -> list[str]:
+    return [r[0] for r in pair.sql("source", name).rows("SHOW BINARY LOGS")]
+
+
+def set_retention(pair: ReplicationPair, seconds: int) -> list[str]:
+    """On every binlog server of the source: its retention set, then a new binary log (the flush
+    purges what is older than the retention). Notes: what each purged."""
+    notes = []
+    for n in pair.source.topology.role(TP.SQL):
+        before = binary_logs(pair, n.name)
+        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {int(seconds)}; FLUSH BINARY LOGS")
+        gone = [x for x in before if x not in binary_logs(pair, n.name)]
+        notes.append(f"{n.name}: retention {int(seconds)}s, purged {', '.join(gone) or 'nothing'}")
+    return notes
+
+
+def cut_link_under_retention(pair: ReplicationPair, retention_s: int) -> list[str]:
+    cut_link(pair)
+    return set_retention(pair, retention_s)
+
+
+def heal_link_after_retention(pair: ReplicationPair) -> list[str]:
+    """A new binary log on every binlog server (their retention purges what has expired), their
+    retention set back to the server's default, then the link attached again and the channel
+    waited for."""
+    rows = pair.sql("source").rows("SELECT @@GLOBAL.binlog_expire_logs_seconds")
+    notes = set_retention(pair, int(rows[0][0]))
+    for n in pair.source.topology.role(TP.SQL):
+        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {DEFAULT_RETENTION_S}")
+    return notes + heal_link(pair)
+
+
+def resume_at_the_source_position(pair: ReplicationPair) -> list[str]:
+    """After the logs the channel needed were purged: the retention set back, the applier reset and
+    the channel moved to its binlog server's current position. What was purged is skipped: the
+    replica lacks it (a rebuild from a backup of the source is the way to get it back; not built)."""
+    for n in pair.source.topology.role(TP.SQL):
+        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {DEFAULT_RETENTION_S}")
+    pair.sql("replica").rows("STOP REPLICA; RESET REPLICA")
+    f, p = pair.configure_channel()
+    return [f"channel reset to {pair.binlog_server} {f}:{p}"] + _channel_back(pair)
+
+
 def _channel_back(pair: ReplicationPair) -> list[str]:
     d = Deadline(CHANNEL_BACK_BOUND_S)
     st = [pair.state()]
@@ -317,5 +372,6 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
 
 __all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "fail_over_under",
            "heal_link", "replica_cluster_back", "restart_replica_cluster",
+           "cut_link_under_retention", "heal_link_after_retention", "resume_at_the_source_position",
            "kill_applier", "kill_binlog_server", "kill_source_data_node", "kill_source_node_group", "restart_applier",
            "restart_binlog_server", "restart_source_data_node", "restore", "source_cluster_back", "wait_for_incident"]

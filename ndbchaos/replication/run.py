@@ -111,6 +111,10 @@ class ReplicationRun:
         self._stop = threading.Event()
         self._sampler: threading.Thread | None = None
         self.sample_errors: list[str] = []
+        #: why the fence did not pass (the channel never came back), when it did not
+        self.fence_error: str | None = None
+        #: the load's history, once finished
+        self.history = None
 
     @property
     def now(self) -> float:
@@ -198,8 +202,11 @@ class ReplicationRun:
         judged against the history."""
         res = self.run.finish()
         stopped = self.now
-        self.pair.verify(FENCE_BOUND_S)
-        fenced = self.now
+        try:
+            self.pair.verify(FENCE_BOUND_S)
+            fenced = self.now
+        except ReplicationError as e:  # the channel never came back: judged as it stands
+            fenced, self.fence_error = None, str(e)
         self._stop.set()
         if self._sampler is not None:
             self._sampler.join(10)
@@ -210,7 +217,7 @@ class ReplicationRun:
         self.run.hold(LATE_READ_S)
         snaps.append(Snapshot(self.now, ledger_rows(self.pair.sql("replica").rows(read, timeout=60))))
         source_rows = dict(ledger_rows(self.pair.sql("source").rows(read, timeout=60)))
-        history = res.history
+        history = self.history = res.history
         expected = expected_from_ledger(history, self._crashes(), self.crash_window_s)
         conv = judge(expected, source_rows, snaps, caught_up_at=fenced, since=stopped)
         dur = res.verdict.durability

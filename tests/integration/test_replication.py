@@ -17,8 +17,10 @@ import pytest
 from ndbchaos.errors import NdbChaosError
 from ndbchaos.replication.failover import STEPS
 from ndbchaos.replication.faults import (CHANNEL_BACK_BOUND_S, DATA_RESTART_BOUND_S, GAP_BOUND_S, INCIDENT_ERROR,
-                                         SQL_RESTART_BOUND_S, SYSTEM_RESTART_BOUND_S, cut_link,
-                                         fail_over_and_restart, fail_over_under, heal_link, replica_cluster_back,
+                                         PURGED_ERROR, cut_link_under_retention, heal_link_after_retention,
+                                         resume_at_the_source_position,
+                                         SQL_RESTART_BOUND_S, SYSTEM_RESTART_BOUND_S,
+                                         fail_over_and_restart, fail_over_under, replica_cluster_back,
                                          restart_replica_cluster,
                                          kill_applier, kill_binlog_server, kill_source_data_node,
                                          kill_source_node_group, restart_applier, source_cluster_back,
@@ -140,9 +142,18 @@ def test_applier_killed_under_load_restarts_and_converges(pair):
     _judge(rep, bound)
 
 
-def test_link_cut_and_healed_under_load_converges(pair):
+#: the binlog servers' retention during a cut shorter than it, and during one longer than it
+#: (``binlog_expire_logs_seconds``, applied when the binary log is flushed)
+LONG_RETENTION_S, SHORT_RETENTION_S = int(3 * HOLD_S), int(HOLD_S / 2)
+
+
+def test_link_cut_shorter_than_the_binlog_retention_converges(pair):
+    """The link cut for HOLD_S while every binlog server keeps its logs 3 x HOLD_S: the log the
+    replica reads is closed at the cut and kept at the heal, and the channel resumes where it was."""
     bound = CHANNEL_BACK_BOUND_S + _applies_within(HOLD_S)
-    rep = _play(pair, 43, "inter-cluster link cut", lambda: cut_link(pair), lambda: heal_link(pair), bound)
+    rep = _play(pair, 43, "inter-cluster link cut, shorter than the binlog retention",
+                lambda: cut_link_under_retention(pair, LONG_RETENTION_S), lambda: heal_link_after_retention(pair),
+                bound)
     _judge(rep, bound)
 
 
@@ -325,3 +336,42 @@ def test_the_replica_cluster_crashed_under_load_repositioned_with_its_gtids_forg
                 lambda: restart_replica_cluster(pair, abort=True),
                 lambda: replica_cluster_back(pair, reposition_channel=True, forget_gtids=True), bound)
     _judge(rep, bound)
+
+
+def test_link_cut_longer_than_the_binlog_retention_the_channel_cannot_resume(pair):
+    """The link cut for HOLD_S while every binlog server keeps its logs HOLD_S / 2: the heal's flush
+    purges the log the replica was reading, and the receiver, asking for it, stops on error 1236
+    for good. What must show: that stop, named; the replica holding every insert up to the cut
+    and none lost twice or changed; the inserts after the cut counted as lost. The channel is
+    then moved to the binlog server's current position (what was purged is skipped: the replica
+    lacks it; rebuilding it from a backup of the source is not built), so the pair runs on."""
+    run = ReplicationRun(pair, seed=49)
+    try:
+        notes = restore(pair)
+        if notes:
+            print("\nrestored before the run: " + "; ".join(notes))
+        run.start()
+        w = run.fault("inter-cluster link cut, longer than the binlog retention",
+                      lambda: cut_link_under_retention(pair, SHORT_RETENTION_S),
+                      lambda: heal_link_after_retention(pair), HOLD_S)
+        print("\n  " + "; ".join(w.notes))
+        rep = run.finish()
+    finally:
+        run.close()
+        print("  after: " + "; ".join(resume_at_the_source_position(pair)))
+    conv = rep.convergence
+    print(f"  {rep.summary()}\n  channel errors seen: " + ("; ".join(rep.channel_errors) or "none")
+          + f"\n  fence: {run.fence_error}")
+    assert any("purged binlog" in n for n in w.notes), f"the heal's flush purged nothing: {w.notes}"
+    stops = [e for s in rep.states for e in s.errors if e.number == PURGED_ERROR and "1236" in e.message]
+    assert stops, f"the receiver never stopped on the purged log: {rep.channel_errors}"
+    assert run.fence_error is not None and not conv.converged
+    assert conv.lost, "nothing written after the cut is missing: the purge did not cut the channel"
+    assert conv.duplicated == () and conv.wrong == () and conv.extra == () and conv.source_lost == ()
+    # the replica has what was written before the cut (its lag was about one epoch then): every
+    # insert it lacks was acknowledged after the cut, less the lag the sampler saw just before it
+    before_cut = [lag for lag in rep.lags if lag.t <= w.injected]
+    slack = max((lag.seconds or 0.0 for lag in before_cut[-4:]), default=0.0) + SAMPLE_S
+    acked_at = {int(op.value): op.end for op in run.history if op.f == "insert" and op.type == "ok"}
+    early = [k for k in conv.lost if acked_at.get(k, w.injected) < w.injected - slack]
+    assert early == [], f"{len(early)} inserts acknowledged before the cut are missing: {early[:5]}"

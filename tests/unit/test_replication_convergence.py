@@ -107,3 +107,11 @@ def test_the_crash_window_covers_the_acknowledgements_just_before_the_crash():
     assert expected_from_ledger(h).crash_may_lose == frozenset()
     with pytest.raises(ValueError, match="negative"):
         expected_from_ledger(h, crashes=[10.0], window_s=-1)
+
+
+def test_a_replica_that_never_caught_up_is_still_judged_on_its_last_read():
+    c = judge(EXP, SRC, [snap(11.0, K[:1]), snap(12.5, K[:3])], caught_up_at=None, since=10.0)
+    assert not c.converged and c.seconds is None
+    assert c.why[0] == "the replica never applied the source's last epoch"
+    assert c.lost == (K[3], K[4]) + (K[5],) and c.late == () and c.rows == 3
+    assert judge(EXP, SRC, [], caught_up_at=None, since=10.0).why == ("the replica never applied the source's last epoch",)
