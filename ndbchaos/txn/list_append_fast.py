@@ -117,7 +117,7 @@ def _analyze(txns, finish, types, mt, ks, is_app, av, ok_read, rlen, elems, read
     roff = np.zeros(n_reads + 1, dtype=np.int64)
     np.cumsum(rlen, out=roff[1:])
     ne = np.flatnonzero(rlen > 0)
-    by_key = ne[np.lexsort((-rlen[ne], r_k[ne]))]  # per key, longest first (then the earliest)
+    by_key = ne[lexsort2(-rlen[ne], r_k[ne])]  # per key, longest first (then the earliest)
     first = np.ones(len(by_key), dtype=bool)
     first[1:] = r_k[by_key][1:] != r_k[by_key][:-1]
     longest = by_key[first]  # one read per key read, ascending keys
@@ -199,7 +199,7 @@ def _analyze(txns, finish, types, mt, ks, is_app, av, ok_read, rlen, elems, read
         first_failed = np.full(len(o_keys), np.iinfo(np.int64).max)
         np.minimum.at(first_failed, np.searchsorted(o_keys, o_key[o_failed]), o_at[o_failed])
         g1a[ne] = rlen[ne] > first_failed[grp[ne]]
-    a_order = np.lexsort((a_k, a_t))  # appends by transaction and key, in micro-op order
+    a_order = lexsort2(a_k, a_t)  # appends by transaction and key, in micro-op order
     again = np.zeros(len(a_t), dtype=bool)  # an append followed by another of its txn to its key
     same = (a_t[a_order][1:] == a_t[a_order][:-1]) & (a_k[a_order][1:] == a_k[a_order][:-1])
     again[a_order[:-1][same]] = True
@@ -296,6 +296,19 @@ def _analyze(txns, finish, types, mt, ks, is_app, av, ok_read, rlen, elems, read
     return finish(graph, Index)
 
 
+def lexsort2(minor: np.ndarray, major: np.ndarray) -> np.ndarray:
+    """``np.lexsort((minor, major))`` (by major, then minor, then place) for integer keys: one
+    stable sort of ``major * span + minor`` when that fits in 63 bits (the keys here are nearly
+    in order, which the stable sort's runs take at once), else lexsort's two."""
+    if not len(major):
+        return np.zeros(0, dtype=np.intp)
+    lo, span = int(minor.min()), int(minor.max()) - int(minor.min()) + 1
+    m_lo, m_span = int(major.min()), int(major.max()) - int(major.min()) + 1
+    if span * m_span >= 1 << 62:
+        return np.lexsort((minor, major))
+    return np.argsort((major.astype(np.int64) - m_lo) * span + (minor.astype(np.int64) - lo), kind="stable")
+
+
 def _same_key_twice(n, types, mt, ks, is_app, app_pos, a_at, read_pos, rlen):
     """The committed transactions that touch a key more than once: those whose reads disagree
     with their own earlier reads and appends (internal) or hold their own later append (future
@@ -311,7 +324,7 @@ def _same_key_twice(n, types, mt, ks, is_app, app_pos, a_at, read_pos, rlen):
     m = np.flatnonzero(types[mt] == OK)
     if not len(m):
         return none
-    m = m[np.lexsort((ks[m], mt[m]))]  # committed micro-ops by transaction and key, in order
+    m = m[lexsort2(ks[m], mt[m])]  # committed micro-ops by transaction and key, in order
     t, k = mt[m], ks[m]
     start = np.ones(len(m), dtype=bool)
     start[1:] = (t[1:] != t[:-1]) | (k[1:] != k[:-1])
