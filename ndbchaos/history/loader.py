@@ -7,7 +7,6 @@ a chunk with anything wrong in it goes whole to the line-by-line reader
 from __future__ import annotations
 
 import os
-import tempfile
 
 import numpy as np
 
@@ -214,6 +213,7 @@ class ChunkLoader:
 
     def _spill_file(self):
         if self._spill is None:
+            import tempfile  # (here: it brings random, shutil, bz2 and lzma, some 3 ms a start)
             try:
                 fd, path = tempfile.mkstemp(prefix="ndbchaos-ids-")
             except OSError:

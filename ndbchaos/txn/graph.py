@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .txn_arrays import LazyTxns, column
+from .txn_arrays import LazyTxns, column, unique_ints
 
 WW, WR, RW, PROCESS, REALTIME = 1, 2, 4, 8, 16
 DATA = WW | WR | RW
@@ -215,7 +215,7 @@ def strong_labels(n: int, src, dst) -> np.ndarray:
     dst = np.asarray(dst, dtype=np.int64)
     key = src * n + dst
     if len(key) > 1 and not bool((key[1:] > key[:-1]).all()):  # DepGraph.edges: sorted, unique already
-        key = np.unique(key)
+        key = unique_ints(key)
         src, dst = np.divmod(key, n)
     ptr = np.searchsorted(src, np.arange(n + 1)).tolist()  # successors of v: succ[ptr[v]:ptr[v + 1]]
     succ = dst.tolist()

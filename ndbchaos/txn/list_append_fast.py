@@ -25,7 +25,7 @@ from .anomaly import Analysis
 from .graph import RW, WR, WW, DepGraph
 from .history import FAIL, OK, TxnHistory
 from .pairs import Coder, ints, lookups
-from .txn_arrays import ranges
+from .txn_arrays import ranges, unique_ints
 
 
 def analyze(h: TxnHistory, finish) -> Analysis | None:
@@ -210,7 +210,7 @@ def _analyze(txns, finish, types, mt, ks, is_app, av, ok_read, rlen, elems, read
         row, hit = ordered.find(a_code)
         a_at[hit] = o_at[row[hit]]
     suspects, lost = _same_key_twice(n, types, mt, ks, is_app, app_pos, a_at, read_pos, rlen)
-    dirty_keys = np.unique(o_key[o_failed])
+    dirty_keys = unique_ints(o_key[o_failed])
 
     rk_list = r_k.tolist()
     owner = r_t.tolist()
@@ -373,7 +373,7 @@ def _same_key_twice(n, types, mt, ks, is_app, app_pos, a_at, read_pos, rlen):
     want = np.where(known[nxt_c], lq[nxt_c] + i, ln[nxt_c] - count[nxt_c] + i)
     bad = same_grp & (place != want)
     internal[nxt_c[bad]] = True
-    suspects = np.unique(t[future | internal])
+    suspects = unique_ints(t[future | internal])
     # lost updates: per (transaction, key), its first read when that came before its first append
     first_read = np.where(~app, j, len(m))
     first_read = np.minimum.reduceat(first_read, np.flatnonzero(start))

@@ -279,3 +279,29 @@ def test_adya_histories_read_alike(tmp_path, isolation, monkeypatch):
     calls = iter(range(1 << 30))
     monkeypatch.setattr(Component, "signature", lambda self: next(calls).to_bytes(8, "little"))
     assert verdict(fast) == reused
+
+
+def test_a_check_imports_only_what_it_uses(tmp_path):
+    """``ndbchaos check --model list-append`` of a history in adya's shape, with a cycle, in an
+    interpreter of its own: neither scipy (components under 1,000,000 edges), numpy.ma (which
+    np.unique brings) nor tempfile (a spill file of our own runs' reader) is imported."""
+    import subprocess
+    import sys
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(adya_shape(generated(7, n=400, keys=3)))
+    code = ("import contextlib, io, sys; from ndbchaos import cli\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    rc = cli.main(['check', '--model', 'list-append', {str(path)!r}, '-q'])\n"
+            "print(rc, *[m for m in ('scipy', 'numpy.ma', 'tempfile') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1"], out
+
+
+def test_unique_ints_is_np_unique():
+    from ndbchaos.txn.txn_arrays import unique_ints
+    import numpy as np
+    rng = np.random.default_rng(5)
+    for n in (0, 1, 2, 3, 10, 100):
+        for span in (1, 3, 1 << 40):
+            a = rng.integers(-span, span, n)
+            assert unique_ints(a).tolist() == np.unique(a).tolist() and unique_ints(a).dtype == a.dtype
