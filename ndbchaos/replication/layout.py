@@ -47,6 +47,12 @@ BINLOG_OPTIONS = ("--log-bin=binlog", "--ndb-log-bin=ON")
 #: seconds, not a minute
 REPLICA_NET_TIMEOUT_S = 4
 REPLICA_OPTIONS = (f"--replica-net-timeout={REPLICA_NET_TIMEOUT_S}",)
+#: active-active (both clusters take writes, each replicates to the other, ``conflict.py``): every
+#: SQL node of both also logs what its applier applies (log-replica-updates, on by default since
+#: 8.0, set here to say so) and the applied epochs (ndb-log-apply-status: NDB$EPOCH2 reflects the
+#: secondary's changes back through them); the options NDB's own conflict tests run with
+#: (mysql-test/suite/ndb_rpl/t/ndb_rpl_conflict_epoch.cnf, ndb_rpl_conflict_epoch2.cnf)
+ACTIVE_OPTIONS = ("--log-replica-updates=ON", "--ndb-log-apply-status=ON")
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,9 @@ class PairLayout:
     replica_net: str = REPLICA_NET
     #: mysqld options of the replica's SQL nodes besides the server id
     replica_options: tuple[str, ...] = field(default=REPLICA_OPTIONS)
+    #: both clusters take writes and replicate to each other (``conflict.py``): the replica's SQL
+    #: nodes are binlog servers too, the source's first SQL node the applier of the way back
+    active_active: bool = False
 
     def __post_init__(self):
         a, b = normalize_subnet(self.source_net), normalize_subnet(self.replica_net)
@@ -110,8 +119,12 @@ def cluster_options(pair: PairLayout, side: str) -> ClusterOptions:
     """The ``ComposeCluster`` options of one side (``source`` or ``replica``)."""
     if side == "source":
         lay, net, base, extra = pair.source_layout, pair.source_net, SOURCE_ID_BASE, BINLOG_OPTIONS
+        if pair.active_active:
+            extra = extra + REPLICA_OPTIONS + ACTIVE_OPTIONS
     elif side == "replica":
         lay, net, base, extra = pair.replica_layout, pair.replica_net, REPLICA_ID_BASE, pair.replica_options
+        if pair.active_active:
+            extra = extra + BINLOG_OPTIONS + ACTIVE_OPTIONS
     else:
         raise UsageError(f"replication: no side {side!r} (source or replica)")
     overlay = write_overlay(f"{side}-{lay.replace('=', '').replace(',', '-')}", overlay_text(lay, base, extra))

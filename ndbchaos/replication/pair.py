@@ -97,6 +97,8 @@ class ReplicationPair:
     applier: str = "sql1"
     tracker: LagTracker = field(default_factory=LagTracker)
     linked: bool = False
+    #: the applier's first address on the source's network (kept by an active-active pair's link)
+    applier_ip: str | None = None
 
     @classmethod
     def create(cls, layout: PairLayout | None = None, project: str | None = None,
@@ -149,14 +151,33 @@ class ReplicationPair:
         return nets[0]
 
     def link(self) -> None:
-        """Attach the applier to the source's network (the inter-cluster path)."""
+        """Attach the applier to the source's network (the inter-cluster path). Docker gives it
+        another address each time (docs/facts.md NDB 15.6), except in an active-active pair,
+        where the source's SQL node reads from the applier by its address: there it gets the
+        address it had the first time."""
         net = self._source_network()
         c = self.replica.container(self.replica.topology.node(self.applier))
         c.reload()
         if net.name not in ((c.attrs.get("NetworkSettings") or {}).get("Networks") or {}):
-            net.connect(c)
+            if self.layout.active_active and self.applier_ip is not None:
+                net.connect(c, ipv4_address=self.applier_ip)
+            else:
+                net.connect(c)
+                c.reload()
+                self.applier_ip = docker.container_ip(c, net.name)
         self.linked = True
         self.replica.note("replication_link", network=net.name, container=c.name, state="up")
+
+    def applier_address_on_source(self) -> str:
+        """The applier's address on the source's network (while the link is up): where the
+        source's SQL nodes reach it (the way back of an active-active pair)."""
+        net = self._source_network()
+        c = self.replica.container(self.replica.topology.node(self.applier))
+        c.reload()
+        ip = docker.container_ip(c, net.name)
+        if not ip:
+            raise ReplicationError(f"{c.name} has no address on {net.name} (is the link up?)")
+        return ip
 
     def unlink(self) -> None:
         """Detach the applier from the source's network (the link cut; also the first step of

@@ -30,7 +30,7 @@ from ndbchaos.replication.layout import PairLayout
 from ndbchaos.replication.pair import ReplicationPair
 from ndbchaos.replication.run import SAMPLE_S, ReplicationRun
 
-from .helpers import labelled, skip_without_ndb
+from .helpers import labelled, pair_down_leaves_nothing, skip_without_ndb
 
 pytestmark = [pytest.mark.replication]
 
@@ -57,10 +57,7 @@ def pair():
               f"{time.monotonic() - t0:.1f}s")
         yield p
     finally:
-        p.down()
-        left = [x for prj in (p.source.project, p.replica.project)
-                for x in labelled("ps", prj) + labelled("network", prj)]
-        assert left == [], f"left behind: {left}"
+        pair_down_leaves_nothing(p)
 
 
 def test_the_channel_is_verified_and_observed_as_typed_values(pair):

@@ -114,4 +114,5 @@ def test_a_replica_that_never_caught_up_is_still_judged_on_its_last_read():
     assert not c.converged and c.seconds is None
     assert c.why[0] == "the replica never applied the source's last epoch"
     assert c.lost == (K[3], K[4]) + (K[5],) and c.late == () and c.rows == 3
-    assert judge(EXP, SRC, [], caught_up_at=None, since=10.0).why == ("the replica never applied the source's last epoch",)
+    never = judge(EXP, SRC, [], caught_up_at=None, since=10.0)
+    assert never.why == ("the replica never applied the source's last epoch",)
