@@ -64,6 +64,9 @@ def _next() -> np.ndarray:
 
 
 _NEXT = _next()
+#: the same by a token and the next one read together as a little-endian 16-bit number (the
+#: token first): one look-up a pair, straight from the tokens' bytes (``_follows``)
+_PAIR_OK = np.ascontiguousarray(_NEXT.T).ravel()
 #: bytes of lines scanned at once (whole lines): bounds the passes' temporary arrays
 CHUNK = 1 << 20  # (1 MB: 3% faster than 4 MB at 100,000 transactions, the passes nearer the cache)
 #: threads that scan chunks at once (``_chunks``), and the fewest chunks worth them
@@ -215,6 +218,14 @@ def _tokens(sk: np.ndarray) -> np.ndarray | None:
     return t
 
 
+def _follows(t: np.ndarray) -> bool:
+    """Whether each token may follow the one before it (``_NEXT[t[:-1], t[1:]].all()``)."""
+    if len(t) < 2:
+        return True
+    pairs = np.ndarray((len(t) - 1,), dtype="<u2", buffer=t, strides=(1,))  # t[i] + 256 t[i + 1]
+    return bool(_PAIR_OK[pairs].all())
+
+
 def _chunk(buf: memoryview):
     """The events of whole lines (``buf``, and 8 bytes after it that are not read as text): (head
     type, index, process, time, value null), and their micro-ops: (event, append, key, appended
@@ -225,7 +236,7 @@ def _chunk(buf: memoryview):
         return None
     skel, vals = got
     t = _tokens(skel)
-    if t is None or not len(t) or not 1 <= t[0] <= 4 or not _NEXT[t[:-1], t[1:]].all():
+    if t is None or not len(t) or not 1 <= t[0] <= 4 or not _follows(t):
         return None
     cnt = _NUMS[t]
     first = np.cumsum(cnt) - cnt

@@ -305,3 +305,15 @@ def test_unique_ints_is_np_unique():
         for span in (1, 3, 1 << 40):
             a = rng.integers(-span, span, n)
             assert unique_ints(a).tolist() == np.unique(a).tolist() and unique_ints(a).dtype == a.dtype
+
+
+def test_pairs_of_tokens_are_judged_as_the_table_says():
+    """A token and the next one read as one 16-bit number give the table's verdict on the pair."""
+    import numpy as np
+    assert scan_mod._PAIR_OK.reshape(256, 256).T.tolist() == scan_mod._NEXT.tolist()
+    rng = np.random.default_rng(8)
+    tokens = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13, 14, 44, 48, 91, 93, 125, 255], dtype=np.uint8)
+    for n in (0, 1, 2, 3, 50):
+        for _ in range(200):
+            t = rng.choice(tokens, n).astype(np.uint8)
+            assert scan_mod._follows(t) == bool(scan_mod._NEXT[t[:-1], t[1:]].all())
