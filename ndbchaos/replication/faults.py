@@ -22,6 +22,10 @@
 * the link cut (the applier detached from the source's network: its interface there is gone, so
   the receiver's connection dies) and healed (attached again, another address; docs/facts.md
   NDB 15.6);
+* the link cut silently: every packet from the source's SQL nodes dropped in the applier's own
+  network namespace (iptables in a helper container, ``runtimes.netns``): the connection stays
+  open and nothing arrives, so the receiver finds out only when its heartbeats stop for
+  replica_net_timeout; healed by removing the rule;
 * the link cut with the binlog servers' retention (``binlog_expire_logs_seconds``) shorter or
   longer than the cut: at the cut each binlog server starts a new log and its retention is set,
   at the heal it starts another (expired logs are purged when the binary log is flushed: manual,
@@ -35,7 +39,7 @@ from __future__ import annotations
 
 from .. import topology as TP
 from ..engines.ndb.rules import CONTAINER_START_SLACK, NDBT_EXTRA_WAIT, NDBT_WAIT_CLUSTER_STARTED
-from ..runtimes import docker
+from ..runtimes import docker, netns
 from ..waiting import Deadline, wait_until
 from .channel import ReplicationError
 from .layout import REPLICA_NET_TIMEOUT_S
@@ -299,6 +303,39 @@ def heal_link(pair: ReplicationPair) -> list[str]:
     return ["applier attached to the source's network again"] + _channel_back(pair)
 
 
+class SilentCut:
+    """Packets from every SQL node of the source dropped on arrival at the applier (its INPUT, in
+    a chain of our own): the TCP connection is not closed, it only goes quiet. ``inject`` and
+    ``heal`` (the rule's chain and the helper removed; a helper left by a killed run is ``reap``'s)."""
+
+    def __init__(self, pair: ReplicationPair):
+        self.pair = pair
+        self.helper = None
+        self.chain = netns.new_chain()
+
+    def inject(self) -> None:
+        sources = [n.ip for n in self.pair.source.topology.role(TP.SQL)]
+        node = self.pair.replica.topology.node(self.pair.applier)
+        self.helper = netns.start_helper(self.pair.replica, node, purpose="replication link")
+        code, out = self.helper.install(self.chain, netns.drop_rules_script(
+            self.chain, sources, "packets", f"ndbchaos replication: silent cut from {', '.join(sources)}"))
+        if code != 0:
+            self.heal()
+            raise ReplicationError(f"dropping the source's packets on {node.name} failed: {out.strip()[-200:]}")
+
+    def heal(self) -> list[str]:
+        if self.helper is None:
+            return []
+        h, self.helper = self.helper, None
+        try:
+            code, out = h.uninstall(self.chain)
+            if code != 0:
+                raise ReplicationError(f"removing {self.chain} on {h.target_name} failed: {out.strip()[-200:]}")
+        finally:
+            h.remove()
+        return [f"the source's packets let through to {h.target_name} again"] + _channel_back(self.pair)
+
+
 #: the server's own retention (binlog_expire_logs_seconds: 30 days by default), set back after a scenario
 DEFAULT_RETENTION_S = 2_592_000
 #: the receiver's stop when the binlog it asks for is gone: 13114, "Got fatal error 1236 from source
@@ -372,6 +409,6 @@ def _channel_back(pair: ReplicationPair) -> list[str]:
 
 __all__ = ["CHANNEL_BACK_BOUND_S", "SQL_RESTART_BOUND_S", "cut_link", "fail_over_and_restart", "fail_over_under",
            "heal_link", "replica_cluster_back", "restart_replica_cluster",
-           "cut_link_under_retention", "heal_link_after_retention", "resume_at_the_source_position",
+           "SilentCut", "cut_link_under_retention", "heal_link_after_retention", "resume_at_the_source_position",
            "kill_applier", "kill_binlog_server", "kill_source_data_node", "kill_source_node_group", "restart_applier",
            "restart_binlog_server", "restart_source_data_node", "restore", "source_cluster_back", "wait_for_incident"]

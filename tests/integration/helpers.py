@@ -79,14 +79,6 @@ def module_markers(test_id: str) -> list[str]:
     return [m.name for m in (marks if isinstance(marks, list) else [marks])]
 
 
-def pair_down_leaves_nothing(pair) -> None:
-    """A replication pair's teardown: both of its projects down, nothing labelled with either left."""
-    pair.down()
-    left = [x for prj in (pair.source.project, pair.replica.project)
-            for x in labelled("ps", prj) + labelled("network", prj)]
-    assert left == [], f"left behind: {left}"
-
-
 def skip_without_ndb() -> None:
     """Skip the test, saying what this host lacks, when no NDB image can be had here and nothing
     asks for one; fail it when NDB was asked for and cannot be had: a missing or broken
