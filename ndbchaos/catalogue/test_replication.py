@@ -32,6 +32,7 @@ from ndbchaos.replication.pair import ReplicationPair
 from ndbchaos.replication.run import SAMPLE_S, ReplicationRun
 
 from ndbchaos.catalogue.helpers import leftovers, replication_pair
+from ndbchaos.report.allure import attach_json, attach_text
 
 #: slow: a pair of clusters of its own and scenarios of 25-95 s each (out of "not slow" runs, as the first run)
 pytestmark = [pytest.mark.replication, pytest.mark.docker, pytest.mark.slow]
@@ -98,12 +99,14 @@ def _play(pair, seed: int, name: str, inject, heal, bound: float, crashes_source
     finally:
         run.close()
     wall = time.monotonic() - t0
-    print(f"\n{name}: wall time {wall:.1f}s; " + rep.summary())
-    for w in rep.windows:
-        print(f"  window {w.healed - w.injected:.1f}s; " + "; ".join(w.notes))
-    print("  channel errors seen: " + ("; ".join(rep.channel_errors) or "none"))
+    lines = [f"{name}: wall time {wall:.1f}s; " + rep.summary()]
+    lines += [f"  window {w.healed - w.injected:.1f}s; " + "; ".join(w.notes) for w in rep.windows]
+    lines.append("  channel errors seen: " + ("; ".join(rep.channel_errors) or "none"))
     if run.sample_errors:
-        print(f"  {len(run.sample_errors)} samples without the replica, first: {run.sample_errors[0]}")
+        lines.append(f"  {len(run.sample_errors)} samples without the replica, first: {run.sample_errors[0]}")
+    print("\n" + "\n".join(lines))
+    attach_text("\n".join(lines), "replication run")  # the Allure report's evidence
+    attach_json({"scenario": name, "wall_s": round(wall, 1), **rep.figures()}, "replication figures")
     return rep
 
 

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from ndbchaos.replication.conflict import ActiveActive, counter_changes, judge
+from ndbchaos.report.allure import attach_json, attach_text
 from ndbchaos.replication.faults import CHANNEL_BACK_BOUND_S
 from ndbchaos.replication.layout import PairLayout
 
@@ -56,6 +57,10 @@ def test_both_clusters_written_while_apart_the_primary_wins_every_conflict_and_t
     rep = judge(aa.keys, writes, aa.rows("A"), aa.rows("B"), aa.exceptions("A"), aa.exceptions("B"), counters)
     print(f"\nactive-active: {rep.summary()}\n  both ways caught up and equal {took:.1f}s after the heal "
           f"({time.monotonic() - t0:.1f}s)\n  counters: {counters}")
+    attach_text(rep.summary(), "active-active run")
+    attach_json({"took_s": round(took, 1), "writes": rep.writes, "both": len(rep.both),
+                 "exceptions_primary": len(rep.exceptions), "exceptions_secondary": len(rep.exceptions_secondary),
+                 "counters": counters, "why": list(rep.why)}, "active-active figures")
     assert rep.writes["A"] > 50 and rep.writes["B"] > 50, "the writers wrote almost nothing: nothing was proven"
     assert len(rep.both) > 10, "too few keys were written on both sides for conflicts to show"
     assert rep.ok, rep.summary()

@@ -22,7 +22,8 @@ write a single-row autocommit ``UPDATE`` with a value that names its side and or
 healed; both ways caught up. ``judge`` then holds the result to the history: both clusters hold
 the same rows; a key the primary wrote holds its last value there, a key only the secondary wrote
 the secondary's last, any other its seed; the keys in the primary's exceptions table are exactly
-those both sides wrote; the primary's conflict counter went up by the number of its exceptions.
+those both sides wrote; the primary's conflict counter went up by the number of its exceptions;
+the secondary applied at least one refresh per key the primary won.
 """
 
 from __future__ import annotations
@@ -141,6 +142,15 @@ def judge(keys: int, writes: list[Write], rows_a: dict[int, str], rows_b: dict[i
     found = counters.get("A", {}).get("Ndb_conflict_fn_epoch2", 0)
     if found != len(ex_a):
         why.append(f"the primary counted {found} conflicts (Ndb_conflict_fn_epoch2) for {len(ex_a)} exceptions")
+    # the secondary's side: every row the primary won was refreshed there at least once, and a
+    # reflected operation is discarded only after it was prepared (manual, NDB$EPOCH2())
+    sec = counters.get("B", {})
+    refreshed = sec.get("Ndb_conflict_refresh_op_count", 0)
+    if refreshed < len(both):
+        why.append(f"the secondary applied {refreshed} refreshes for {len(both)} rows the primary won")
+    prepared, discarded = (sec.get(f"Ndb_conflict_reflected_op_{x}_count", 0) for x in ("prepare", "discard"))
+    if discarded > prepared:
+        why.append(f"the secondary discarded {discarded} reflected operations of {prepared} prepared")
     return ConflictReport(keys, {s: sum(1 for w in writes if w.side == s) for s in ("A", "B")}, both,
                           tuple(ex_a), tuple(ex_b), counters, differ, wrong, tuple(why))
 

@@ -80,6 +80,20 @@ class ReplicationReport:
                     seen.append(line)
         return seen
 
+    def figures(self) -> dict:
+        """The headline figures, plain (the report's attachment)."""
+        c = self.convergence
+        return {"ops": self.ops, "acknowledged": self.acknowledged, "max_lag_s": round(self.max_lag_s, 2),
+                "max_behind_epochs": self.max_behind_epochs,
+                "catch_up_s": [None if x is None else round(x, 2) for x in self.catch_up_s],
+                "converged": c.converged, "fenced_after_s": None if c.seconds is None else round(c.seconds, 2),
+                "replica_rows": c.rows, "lost": len(c.lost), "duplicated": len(c.duplicated), "late": len(c.late),
+                "wrong": len(c.wrong), "extra": len(c.extra), "crash_lost": c.crash_lost,
+                "source_lost": self.source_lost, "source_lost_in_window": self.source_lost_in_window,
+                "windows": [{"name": w.name, "injected": round(w.injected, 3), "healed": round(w.healed, 3),
+                             "notes": list(w.notes)} for w in self.windows],
+                "channel_errors": self.channel_errors, "why": list(c.why)}
+
     def summary(self) -> str:
         cu = ", ".join("-" if c is None else f"{c:.1f} s" for c in self.catch_up_s)
         return (f"{self.acknowledged} acknowledged of {self.ops} ops; max lag {self.max_lag_s:.1f} s / "

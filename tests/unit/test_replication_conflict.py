@@ -14,7 +14,9 @@ WRITES = [Write("A", 0, "A:1", 1), Write("A", 2, "A:2", 2), Write("B", 2, "B:1",
 WANT = {0: "A:1", 1: "seed", 2: "A:2", 3: "A:3", 4: "B:3", 5: "seed"}
 EX = [ExceptionRow(2, "UPDATE_ROW", "DATA_IN_CONFLICT"), ExceptionRow(2, "UPDATE_ROW", "DATA_IN_CONFLICT"),
       ExceptionRow(3, "UPDATE_ROW", "DATA_IN_CONFLICT")]
-COUNT = {"A": {"Ndb_conflict_fn_epoch2": 3}, "B": {}}
+COUNT = {"A": {"Ndb_conflict_fn_epoch2": 3}, "B": {"Ndb_conflict_refresh_op_count": 3,
+                                                 "Ndb_conflict_reflected_op_prepare_count": 2,
+                                                 "Ndb_conflict_reflected_op_discard_count": 2}}
 
 
 def test_the_primary_wins_the_secondary_keeps_what_only_it_wrote():
@@ -40,10 +42,10 @@ def test_the_secondary_winning_a_conflict_is_caught():
 
 
 def test_a_conflict_missed_or_invented_is_caught():
-    rep = judge(KEYS, WRITES, dict(WANT), dict(WANT), EX[:2], [], {"A": {"Ndb_conflict_fn_epoch2": 2}})
+    rep = judge(KEYS, WRITES, dict(WANT), dict(WANT), EX[:2], [], {"A": {"Ndb_conflict_fn_epoch2": 2}, "B": COUNT["B"]})
     assert not rep.ok and "1 missed (3)" in rep.why[0]
     rep = judge(KEYS, WRITES, dict(WANT), dict(WANT), EX + [ExceptionRow(4, "UPDATE_ROW", "DATA_IN_CONFLICT")], [],
-                {"A": {"Ndb_conflict_fn_epoch2": 4}})
+                {"A": {"Ndb_conflict_fn_epoch2": 4}, "B": COUNT["B"]})
     assert not rep.ok and "1 not written by both (4)" in rep.why[0]
 
 
@@ -52,7 +54,14 @@ def test_exceptions_of_another_kind_on_the_secondary_or_miscounted_are_caught():
     assert "another kind" in judge(KEYS, WRITES, dict(WANT), dict(WANT), odd, [], COUNT).why[0]
     assert "on the secondary" in judge(KEYS, WRITES, dict(WANT), dict(WANT), EX, EX[:1], COUNT).why[0]
     assert "counted 2 conflicts" in judge(KEYS, WRITES, dict(WANT), dict(WANT), EX, [],
-                                          {"A": {"Ndb_conflict_fn_epoch2": 2}}).why[0]
+                                          {"A": {"Ndb_conflict_fn_epoch2": 2}, "B": COUNT["B"]}).why[0]
+
+
+def test_the_secondarys_counters_are_held_to_the_conflicts():
+    few = {"A": COUNT["A"], "B": {**COUNT["B"], "Ndb_conflict_refresh_op_count": 1}}
+    assert "applied 1 refreshes for 2 rows" in judge(KEYS, WRITES, dict(WANT), dict(WANT), EX, [], few).why[0]
+    odd = {"A": COUNT["A"], "B": {**COUNT["B"], "Ndb_conflict_reflected_op_discard_count": 3}}
+    assert "discarded 3 reflected operations of 2" in judge(KEYS, WRITES, dict(WANT), dict(WANT), EX, [], odd).why[0]
 
 
 def test_a_key_nobody_wrote_is_caught():

@@ -116,3 +116,15 @@ def test_a_replica_that_never_caught_up_is_still_judged_on_its_last_read():
     assert c.lost == (K[3], K[4]) + (K[5],) and c.late == () and c.rows == 3
     never = judge(EXP, SRC, [], caught_up_at=None, since=10.0)
     assert never.why == ("the replica never applied the source's last epoch",)
+
+
+def test_a_reports_figures_are_plain_and_carry_the_judgement():
+    import json
+
+    from ndbchaos.replication.run import FaultWindow, ReplicationReport
+    c = judge(EXP, SRC, [snap(12.5, K[1:])], caught_up_at=12.0, since=10.0)
+    rep = ReplicationReport(100, 5, (FaultWindow("cut", 1.0, 11.0, 7, ("healed",)),), (), (), (None,), c, 0)
+    f = rep.figures()
+    assert json.loads(json.dumps(f)) == f  # attachable as it is
+    assert f["converged"] is False and f["lost"] == 1 and f["catch_up_s"] == [None] and f["why"] == list(c.why)
+    assert f["windows"] == [{"name": "cut", "injected": 1.0, "healed": 11.0, "notes": ["healed"]}]
