@@ -203,10 +203,6 @@ class ActiveActive:
         self.a = self.pair.sql("source", self.pair.binlog_server)
         self.b = self.pair.sql("replica")
 
-    def _on_both(self, sql: str) -> None:
-        for node in (self.a, self.b):
-            node.rows(sql)
-
     def setup(self, timeout: float = 120) -> None:
         """Conflict detection on both clusters, the roles, the way back, the table seeded and seen
         on both (see the module's text)."""
