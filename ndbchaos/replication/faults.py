@@ -347,31 +347,36 @@ def binary_logs(pair: ReplicationPair, name: str) -> list[str]:
     return [r[0] for r in pair.sql("source", name).rows("SHOW BINARY LOGS")]
 
 
-def set_retention(pair: ReplicationPair, seconds: int) -> list[str]:
-    """On every binlog server of the source: its retention set, then a new binary log (the flush
-    purges what is older than the retention). Notes: what each purged."""
+def set_retention(pair: ReplicationPair, seconds: int) -> None:
+    """Every binlog server's retention (applied at its next flush)."""
+    for n in pair.source.topology.role(TP.SQL):
+        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {int(seconds)}")
+
+
+def flush_binary_logs(pair: ReplicationPair) -> list[str]:
+    """A new binary log on every binlog server; the flush purges what is older than its retention.
+    Notes: what each purged."""
     notes = []
     for n in pair.source.topology.role(TP.SQL):
         before = binary_logs(pair, n.name)
-        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {int(seconds)}; FLUSH BINARY LOGS")
+        pair.sql("source", n.name).rows("FLUSH BINARY LOGS")
         gone = [x for x in before if x not in binary_logs(pair, n.name)]
-        notes.append(f"{n.name}: retention {int(seconds)}s, purged {', '.join(gone) or 'nothing'}")
+        notes.append(f"{n.name}: purged {', '.join(gone) or 'nothing'}")
     return notes
 
 
 def cut_link_under_retention(pair: ReplicationPair, retention_s: int) -> list[str]:
     cut_link(pair)
-    return set_retention(pair, retention_s)
+    set_retention(pair, retention_s)
+    return [f"retention {int(retention_s)}s"] + flush_binary_logs(pair)
 
 
 def heal_link_after_retention(pair: ReplicationPair) -> list[str]:
     """A new binary log on every binlog server (their retention purges what has expired), their
     retention set back to the server's default, then the link attached again and the channel
     waited for."""
-    rows = pair.sql("source").rows("SELECT @@GLOBAL.binlog_expire_logs_seconds")
-    notes = set_retention(pair, int(rows[0][0]))
-    for n in pair.source.topology.role(TP.SQL):
-        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {DEFAULT_RETENTION_S}")
+    notes = flush_binary_logs(pair)
+    set_retention(pair, DEFAULT_RETENTION_S)
     return notes + heal_link(pair)
 
 
@@ -379,8 +384,7 @@ def resume_at_the_source_position(pair: ReplicationPair) -> list[str]:
     """After the logs the channel needed were purged: the retention set back, the applier reset and
     the channel moved to its binlog server's current position. What was purged is skipped: the
     replica lacks it (a rebuild from a backup of the source is the way to get it back; not built)."""
-    for n in pair.source.topology.role(TP.SQL):
-        pair.sql("source", n.name).rows(f"SET GLOBAL binlog_expire_logs_seconds = {DEFAULT_RETENTION_S}")
+    set_retention(pair, DEFAULT_RETENTION_S)
     pair.sql("replica").rows("STOP REPLICA; RESET REPLICA")
     f, p = pair.configure_channel()
     return [f"channel reset to {pair.binlog_server} {f}:{p}"] + _channel_back(pair)
